@@ -1,0 +1,5 @@
+import sys
+
+from occlint.cli import main
+
+sys.exit(main())

@@ -1,0 +1,73 @@
+"""Argument parsing and sub-command dispatch; no logic.
+
+Each sub-command is a module `occlint.commands.<name>` with `add_arguments(parser)` and
+`run(args) -> int`. Modules keep heavy imports inside `run` so that `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from occlint import __version__
+from occlint.errors import OcclintError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "lint CUDA sources and build files (default: the project root)"),
+    "fix": ("fix", "check and apply safe fixes (same as `check --fix`)"),
+    "calc": ("calc", "occupancy calculator: one configuration, cliffs and sweeps"),
+    "kernels": ("kernels", "list kernels, shared memory and launch sites found in sources"),
+    "doctor": ("doctor", "show the nvcc, host compiler, archs and cache occlint would use"),
+    "clean": ("clean", "remove the compile cache"),
+    "nvcc": ("nvcc", "compiler launcher: run an nvcc command and record kernel usage beside the object"),
+    "report": ("report", "lint sources with the usage recorded by `occlint nvcc` in a build tree"),
+    "rule": ("rule", "explain one rule"),
+    "rules": ("rules", "list all rules"),
+    "baseline": ("baseline", "write the current findings to a baseline file"),
+    "lock": ("lock", "write per-kernel resource usage to occlint.lock"),
+    "server": ("server", "run the language server on stdio"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="occlint", description="A CUDA occupancy linter."
+    )
+    parser.add_argument("--version", action="version", version=f"occlint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        mod = importlib.import_module(f"occlint.commands.{module}")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 2
+    args = parser.parse_args(argv)
+    if not hasattr(args, "_run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except OcclintError as exc:
+        print(f"occlint: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # never a traceback for users; OCCLINT_DEBUG=1 shows one
+        if os.environ.get("OCCLINT_DEBUG"):
+            raise
+        print(f"occlint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("occlint: set OCCLINT_DEBUG=1 for a traceback and please report it", file=sys.stderr)
+        return 2

@@ -1,0 +1,11 @@
+"""`occlint calc` (not implemented yet)."""
+
+from occlint.errors import OcclintError
+
+
+def add_arguments(parser):
+    pass
+
+
+def run(args):
+    raise OcclintError("`occlint calc` is not implemented yet")

@@ -1,0 +1,11 @@
+"""`occlint fix` (not implemented yet)."""
+
+from occlint.errors import OcclintError
+
+
+def add_arguments(parser):
+    pass
+
+
+def run(args):
+    raise OcclintError("`occlint fix` is not implemented yet")

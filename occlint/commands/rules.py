@@ -1,0 +1,11 @@
+"""`occlint rules` (not implemented yet)."""
+
+from occlint.errors import OcclintError
+
+
+def add_arguments(parser):
+    pass
+
+
+def run(args):
+    raise OcclintError("`occlint rules` is not implemented yet")

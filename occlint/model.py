@@ -1,0 +1,185 @@
+"""Frozen facts that flow between occlint's parts.
+
+Positions are 1-based lines and columns (columns count characters, not bytes); `start` and `end`
+are offsets into the decoded text (a Python `str`), end exclusive, so a fix can slice the text.
+Only the language server converts to 0-based positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Span:
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start: int = 0
+    end: int = 0
+
+
+# --- what the source declares (occlint.source) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchBounds:
+    """`__launch_bounds__(max_threads[, min_blocks[, max_blocks_per_cluster]])`; None = not constant."""
+
+    max_threads: int | None
+    min_blocks: int | None = None
+    max_blocks_per_cluster: int | None = None
+    text: str = ""
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str                       # plain name: "reduce"
+    qualname: str                   # with scopes: "ns::Cls::reduce"
+    path: str
+    span: Span                      # the name
+    decl_span: Span                 # start of the declaration: where `__launch_bounds__` goes
+    scopes: tuple[str, ...] = ()
+    template_params: tuple[str, ...] = ()   # parameter names in order: ("T", "BLOCK")
+    params: tuple[str, ...] = ()            # parameter declarations as written
+    launch_bounds: LaunchBounds | None = None
+    maxnreg: int | None = None
+    cluster_dims: tuple[int | None, ...] | None = None
+    extern_c: bool = False
+    is_definition: bool = True
+
+
+@dataclass(frozen=True)
+class Index:
+    """One subscript used on a shared array."""
+
+    text: str
+    span: Span
+    thread_derived: bool            # threadIdx-based (aliases, offsets bounded by blockDim)
+
+
+@dataclass(frozen=True)
+class SharedDecl:
+    name: str
+    path: str
+    span: Span
+    kernel: str | None              # owning kernel's qualname; None at file/namespace scope
+    element_type: str
+    dims: tuple[int | None, ...] = ()      # evaluated dimensions; () for a scalar or `extern []`
+    element_size: int | None = None
+    size_bytes: int | None = None          # None when unknown
+    extern: bool = False                   # `extern __shared__` (dynamic)
+    indices: tuple[Index, ...] = ()
+    template_dependent: bool = False       # size depends on a template parameter of the kernel
+
+
+@dataclass(frozen=True)
+class Dim3:
+    x: int | None
+    y: int | None = 1
+    z: int | None = 1
+    text: str = ""
+
+    @property
+    def total(self) -> int | None:
+        if self.x is None or self.y is None or self.z is None:
+            return None
+        return self.x * self.y * self.z
+
+
+@dataclass(frozen=True)
+class Launch:
+    callee: str                      # as written, without template arguments: "ns::k"
+    path: str
+    span: Span                       # the whole launch (`<<<...>>>` or the call)
+    grid: Dim3
+    block: Dim3
+    kind: str = "chevron"            # chevron | cudaLaunchKernel | cudaLaunchKernelEx | cooperative
+    template_args: tuple[str, ...] = ()            # as written
+    template_values: tuple[int | None, ...] = ()   # evaluated non-type arguments
+    dynamic_smem: int | None = 0     # 0 when absent, None when unknown
+    dynamic_smem_text: str = ""
+    stream_text: str = ""
+    config_span: Span | None = None  # the `<<<...>>>` part
+    arg_spans: tuple[Span, ...] = ()  # grid, block[, smem[, stream]] as written
+    function: str | None = None      # the enclosing function
+    runtime_block: bool = False      # block size chosen at run time (cudaOccupancyMaxPotentialBlockSize)
+
+
+@dataclass(frozen=True)
+class AttributeCall:
+    kernel: str                      # callee as written
+    attribute: str                   # "MaxDynamicSharedMemorySize", "PreferredSharedMemoryCarveout", "CacheConfig", ...
+    value: int | str | None          # evaluated int, an enum name for cache configs, or None
+    value_text: str
+    path: str
+    span: Span
+    function: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """Everything occlint.source extracts from one file."""
+
+    path: str
+    text: str
+    kernels: tuple[Kernel, ...] = ()
+    shared: tuple[SharedDecl, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    attributes: tuple[AttributeCall, ...] = ()
+
+
+# --- what the compiler reports (occlint.toolchain) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """ptxas's figures for one entry function on one arch."""
+
+    kernel: str                      # demangled qualified name without template args: "ns::k"
+    arch: str                        # "sm_90"
+    registers: int
+    static_smem: int = 0
+    barriers: int = 0
+    stack_frame: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    cmem: int | None = None
+    mangled: str = ""
+    template_args: tuple[str, ...] = ()   # demangled template arguments: ("256", "float")
+    source: str = "ptxas"            # ptxas | cubin | recorded
+
+
+# --- what occlint reports ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace `span` with `content`; an empty span inserts."""
+
+    content: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    edits: tuple[Edit, ...]
+    applicability: str = "safe"      # safe | unsafe | display
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str                        # "OCC010"
+    name: str                        # "register-cliff"
+    message: str
+    path: str
+    span: Span
+    severity: str = "warning"        # error | warning | info
+    fix: Fix | None = None
+    arch: str | None = None
+    kernel: str | None = None
+    url: str = ""
+    data: dict = field(default_factory=dict, compare=False, hash=False)
