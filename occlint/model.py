@@ -150,6 +150,21 @@ class Usage:
     mangled: str = ""
     template_args: tuple[str, ...] = ()   # demangled template arguments: ("256", "float")
     source: str = "ptxas"            # ptxas | cubin | recorded
+    unit: str = ""                   # the .cu compiled (the kernel may be defined in a header it includes)
+
+
+@dataclass(frozen=True)
+class CompileError:
+    """One diagnostic from compiling a file for one arch (becomes an OCC900 finding)."""
+
+    path: str                        # the file the compiler names (may be a header)
+    line: int | None                 # None: no line (ptxas); the engine uses the kernel's line
+    column: int | None
+    message: str
+    arch: str | None = None
+    kind: str = "error"              # error | fatal | ptxas | timeout | nvcc
+    kernel: str | None = None        # demangled qualified name, when ptxas names an entry
+    unit: str = ""                   # the .cu compiled
 
 
 # --- what occlint reports ------------------------------------------------------------------------
