@@ -1,0 +1,152 @@
+"""`sarif`: SARIF 2.1.0 for GitHub code scanning and other SARIF consumers.
+
+Rules come from rules/*.toml (occlint.registry.RULES). Locations are relative to `root` under the
+`%SRCROOT%` base id; regions are 1-based with `endColumn` exclusive, and columns count Unicode
+code points (`columnKind`), as occlint's spans do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from urllib.parse import quote
+
+from occlint import __version__
+from occlint.emit.json_lines import relative_path
+from occlint.model import Finding, Span
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/occlint/occlint"
+LEVELS = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def rule_url(code: str) -> str:
+    """The rule's documentation page (occlint.registry.URL is the one place that names it)."""
+    from occlint.registry import RULES, URL
+
+    return RULES[code].url if code in RULES else URL.format(code=code, name="")
+
+
+def _region(span: Span) -> dict:
+    return {
+        "startLine": span.line,
+        "startColumn": span.column,
+        "endLine": span.end_line,
+        "endColumn": span.end_column,
+    }
+
+
+def _artifact(path: str, root: str) -> dict:
+    rel = relative_path(path, root)
+    if os.path.isabs(rel):
+        return {"uri": Path(rel).as_uri()}
+    return {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
+
+
+def _root_uri(root: str) -> str:
+    uri = Path(os.path.abspath(root)).as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _rule(rule) -> dict:
+    url = rule.url
+    first_paragraph = (rule.rationale or rule.summary).strip().split("\n\n")[0]
+    text = [rule.summary, "", (rule.rationale or "").strip()]
+    markdown = [f"**{rule.summary}**", "", (rule.rationale or "").strip()]
+    if getattr(rule, "example", ""):
+        text += ["", "Example:", rule.example.rstrip()]
+        markdown += ["", "Example:", "```cuda", rule.example.rstrip(), "```"]
+    if getattr(rule, "use_instead", ""):
+        text += ["", "Use instead:", rule.use_instead.rstrip()]
+        markdown += ["", "Use instead:", "```cuda", rule.use_instead.rstrip(), "```"]
+    markdown += ["", f"[{rule.code} {rule.name}]({url})"]
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": " ".join(first_paragraph.split())},
+        "help": {"text": "\n".join(text).strip(), "markdown": "\n".join(markdown).strip()},
+        "helpUri": url,
+        "defaultConfiguration": {"level": LEVELS.get(rule.severity, "warning")},
+        "properties": {"tags": ["cuda", "occupancy", "performance"]},
+    }
+
+
+def line_hash(finding: Finding, root: str, sources: Mapping[str, str] | None) -> str:
+    """A location hash that survives line shifts: code, file, kernel and the normalized line."""
+    from occlint.baseline import key
+
+    return hashlib.sha256("\0".join(key(finding, root, sources)).encode()).hexdigest()[:16]
+
+
+def _result(finding: Finding, index: dict, root: str, fingerprint: str) -> dict:
+    result = {
+        "ruleId": finding.code,
+        "level": LEVELS.get(finding.severity, "warning"),
+        "message": {"text": finding.message},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": _artifact(finding.path, root),
+                "region": _region(finding.span),
+            }
+        }],
+        "partialFingerprints": {"primaryLocationLineHash": fingerprint},
+    }
+    if finding.code in index:
+        result["ruleIndex"] = index[finding.code]
+    if finding.fix is not None and finding.fix.edits:
+        result["fixes"] = [{
+            "description": {"text": finding.fix.message},
+            "artifactChanges": [{
+                "artifactLocation": _artifact(finding.path, root),
+                "replacements": [
+                    {"deletedRegion": _region(e.span), "insertedContent": {"text": e.content}}
+                    for e in finding.fix.edits
+                ],
+            }],
+        }]
+    props = {k: v for k, v in (("kernel", finding.kernel), ("arch", finding.arch)) if v}
+    if props:
+        result["properties"] = props
+    return result
+
+
+def build(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
+          rules: Mapping | None = None) -> dict:
+    """The SARIF log as a dict; `rules` defaults to every rule in occlint.registry.RULES."""
+    if rules is None:
+        from occlint.registry import RULES as rules
+    ordered = sorted(rules.values(), key=lambda r: r.code)
+    index = {r.code: i for i, r in enumerate(ordered)}
+    seen: Counter = Counter()
+    results = []
+    for f in findings:
+        h = line_hash(f, root, sources)
+        seen[h] += 1
+        results.append(_result(f, index, root, f"{h}:{seen[h]}"))
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "occlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [_rule(r) for r in ordered],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": _root_uri(root)}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
+           rules: Mapping | None = None) -> str:
+    return json.dumps(build(findings, root=root, sources=sources, rules=rules), indent=2,
+                      ensure_ascii=False) + "\n"
