@@ -1,0 +1,337 @@
+"""The occupancy engine: cuda_occupancy.h's arithmetic, exactly, in plain Python.
+
+    from occlint.occupancy import compute
+    occ = compute("sm_90", block_size=256, regs_per_thread=48, static_smem=16384)
+    occ.active_blocks, occ.occupancy, occ.limiters      # 5, 0.625, {"registers"}
+
+Each function mirrors one function of NVIDIA's header (CUDA 13, CC 7.0 to 12.1); the comments
+name it. The device descriptions come from gpus.toml. The differential test compiles the header
+and compares this module with it on many thousands of configurations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from occlint.errors import OcclintError
+from occlint.gpus import ArchLimits, default_gpu
+from occlint.gpus import arch as _arch
+
+LIMITERS = ("warps", "registers", "shared_memory", "blocks", "barriers")
+
+# Nsight Compute's words for each limiter (the "Occupancy" section's "Block Limit ..." rows and
+# its "... is limited by ..." rule text). The single source for every message that names one.
+LIMITER_WORDS = {
+    "registers": "limited by the number of required registers",
+    "shared_memory": "limited by the required amount of shared memory",
+    "warps": "limited by the number of warps within each block",
+    "blocks": "limited by the number of blocks that can fit on the SM",
+    "barriers": "limited by the number of barriers",
+}
+
+CACHE_CONFIGS = {"none": 0, "prefer_shared": 1, "prefer_l1": 2, "prefer_equal": 3}
+# cudaOccSMemPreferenceVoltaPlus: a cache config maps to a carveout when the carveout is default.
+_CACHE_TO_CARVEOUT = {0: -1, 1: 100, 2: 0, 3: 50}
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """The result of `compute()`; field names follow the header's cudaOccResult.
+
+    `limiters` holds every limiter the header flags: those whose block limit equals the result.
+    One quirk is kept on purpose: on CC >= 9 the barrier limit is applied after the flags of the
+    other four are set, so when barriers bind alone the earlier flags stay (see `binding`).
+    """
+
+    active_blocks: int
+    active_warps: int
+    max_warps: int
+    occupancy: float                            # active_warps / max_warps, 0..1
+    limiters: frozenset
+    block_limits: dict = field(compare=False, hash=False)  # limiter -> blocks, None: no limit
+    allocated_regs_per_block: int
+    allocated_smem_per_block: int
+    smem_config: int                            # shared memory per SM in bytes (carveout used)
+    arch: str = ""
+    block_size: int = 0
+    warps_per_block: int = 0
+
+    @property
+    def binding(self) -> frozenset:
+        """Limiters whose own limit equals `active_blocks` (the header's flags minus its quirk)."""
+        return frozenset(k for k, v in self.block_limits.items() if v == self.active_blocks)
+
+    @property
+    def words(self) -> str:
+        """The binding limiters in Nsight Compute's words, joined with "and"."""
+        return " and ".join(LIMITER_WORDS[k] for k in LIMITERS if k in self.binding)
+
+
+# --- per-arch constants, computed once ---------------------------------------------------------
+
+
+class _Consts:
+    """The numbers `_blocks` reads, flattened from an ArchLimits (attribute access is cheap)."""
+
+    __slots__ = ("a", "bars_avail", "blocks_lim", "configs", "max_regs", "max_tpb", "max_warps",
+                 "name", "optin", "parts", "prefs", "regs_block", "regs_part", "reserve_limit",
+                 "reserved", "rgran", "sgran", "smem_block", "ws")
+
+    def __init__(self, a: ArchLimits):
+        self.a = a
+        self.name = a.name
+        self.ws = a.warp_size
+        self.max_tpb = a.max_threads_per_block
+        self.max_warps = a.max_threads_per_sm // a.warp_size
+        self.blocks_lim = a.max_blocks_per_sm
+        self.regs_block = a.regs_per_block
+        self.rgran = a.reg_alloc_granularity
+        self.max_regs = a.max_regs_per_thread
+        self.parts = a.sub_partitions
+        self.regs_part = a.regs_per_sm // a.sub_partitions
+        self.smem_block = a.smem_per_block
+        self.optin = a.smem_per_block_optin
+        self.reserved = a.smem_reserved_per_block
+        self.sgran = a.smem_granularity
+        self.configs = a.smem_configs
+        self.bars_avail = a.max_blocks_per_sm * a.barriers_per_block_slot if a.major >= 9 else 0
+        self.reserve_limit = a.major >= 8       # cudaOccSMemPerBlock adds the reserve on CC >= 8
+        # cudaOccSMemPreferenceVoltaPlus for every (carveout, cache config): carveout -1 = default
+        self.prefs = {}
+        for carveout in range(-1, 101):
+            for cache, code in CACHE_CONFIGS.items():
+                pref = _CACHE_TO_CARVEOUT[code] if carveout == -1 else carveout
+                size = a.smem_per_sm if pref == -1 else (pref * a.smem_per_sm) // 100
+                self.prefs[carveout, cache] = _align_up_config(a.smem_configs, size, a.name)
+
+
+def _align_up_config(configs: tuple[int, ...], size: int, name: str = "") -> int:
+    """cudaOccAlignUpShmemSizeVoltaPlus: the smallest carveout configuration >= size."""
+    for cfg in configs:
+        if size <= cfg:
+            return cfg
+    raise OcclintError(f"{size} bytes of shared memory exceed the largest configuration of {name}")
+
+
+_CONSTS: dict = {}
+
+
+def _consts(spec) -> _Consts:
+    """Constants for an arch spec or an ArchLimits, cached by spec (and by identity for objects)."""
+    key = id(spec) if isinstance(spec, ArchLimits) else spec
+    c = _CONSTS.get(key)
+    if c is None or (isinstance(spec, ArchLimits) and c.a is not spec):
+        a = spec if isinstance(spec, ArchLimits) else _arch(spec)
+        c = _CONSTS[key] = _Consts(a)
+    return c
+
+
+def _check(block_size, regs, static_smem, dynamic_smem, carveout, cache_config, barriers):
+    """Raise OcclintError for the first bad argument (called only when the fast check fails)."""
+    for name, value in (("block size", block_size), ("registers per thread", regs),
+                        ("static shared memory", static_smem),
+                        ("dynamic shared memory", dynamic_smem), ("barriers", barriers)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise OcclintError(f"{name} must be an integer, not {value!r}")
+        if value < 0:
+            raise OcclintError(f"{name} must not be negative, got {value}")
+    if block_size <= 0:
+        raise OcclintError("block size must be at least 1")
+    if carveout is not None and (type(carveout) is not int or not 0 <= carveout <= 100):
+        raise OcclintError(f"carveout must be a percentage 0..100, got {carveout!r}")
+    if cache_config not in CACHE_CONFIGS:
+        raise OcclintError(f"cache_config must be one of {', '.join(CACHE_CONFIGS)}, "
+                           f"not {cache_config!r}")
+
+
+def _prepare(arch, block_size, regs, static_smem, dynamic_smem, max_dynamic_smem, carveout,
+             cache_config, barriers):
+    """Validate the arguments; returns (consts, smem preference, max dynamic smem)."""
+    c = _consts(arch)
+    if not (type(block_size) is int and type(regs) is int and type(static_smem) is int
+            and type(dynamic_smem) is int and type(barriers) is int and block_size > 0
+            and regs >= 0 and static_smem >= 0 and dynamic_smem >= 0 and barriers >= 0):
+        _check(block_size, regs, static_smem, dynamic_smem, carveout, cache_config, barriers)
+    pref = c.prefs.get((-1 if carveout is None else carveout, cache_config))
+    if pref is None or type(carveout) is bool:
+        _check(block_size, regs, static_smem, dynamic_smem, carveout, cache_config, barriers)
+    if max_dynamic_smem is None:
+        max_dyn = c.optin - static_smem
+        if max_dyn < 0:
+            max_dyn = 0
+    elif type(max_dynamic_smem) is int and max_dynamic_smem >= 0:
+        max_dyn = max_dynamic_smem
+    else:
+        raise OcclintError(f"max_dynamic_smem must be a non-negative integer, "
+                           f"not {max_dynamic_smem!r}")
+    return c, pref, max_dyn
+
+
+def _blocks(c: _Consts, block_size: int, regs: int, static_smem: int, dynamic_smem: int,
+            max_dyn: int, pref: int, barriers: int):
+    """cudaOccMaxActiveBlocksPerMultiprocessor; returns the raw per-limiter figures.
+
+    (active, flags, warps_lim, regs_lim, smem_lim, blocks_lim, bars_lim, regs_alloc,
+    smem_alloc, smem_cfg, warps); limits that do not apply are INT_MAX.
+    """
+    ws = c.ws
+    warps = (block_size + ws - 1) // ws
+    # cudaOccMaxBlocksPerSMRegsLimit: registers are allocated per warp, rounded up to the
+    # granularity; each sub-partition holds a whole number of warps; the per-block check
+    # assumes the block's warps are rounded up to a multiple of the sub-partitions.
+    gran = c.rgran
+    per_warp = (regs * ws + gran - 1) // gran * gran
+    regs_alloc = per_warp * warps
+    parts = c.parts
+    if (c.regs_block < per_warp * ((warps + parts - 1) // parts * parts)
+            or c.regs_block < regs_alloc or regs > c.max_regs):
+        regs_lim = 0
+    elif per_warp > 0:
+        regs_lim = (c.regs_part // per_warp * parts) // warps
+    else:
+        regs_lim = INT_MAX
+    # cudaOccMaxBlocksPerSMWarpsLimit
+    warps_lim = 0 if block_size > c.max_tpb else c.max_warps // warps
+    # cudaOccMaxBlocksPerMultiprocessor (hard-coded per CC in the header)
+    blocks_lim = c.blocks_lim
+    # cudaOccMaxBlocksPerSMSmemLimit with FUNC_SHMEM_LIMIT_OPTIN (the header's conversion from
+    # cudaFuncAttributes): the driver's reserve counts as static shared memory.
+    sgran = c.sgran
+    static_total = static_smem + c.reserved
+    smem_alloc = (static_total + dynamic_smem + sgran - 1) // sgran * sgran
+    # cudaOccSMemPerBlock: the opt-in limit applies once the kernel may exceed 48 KB
+    per_block = c.optin if static_total + max_dyn > c.smem_block else c.smem_block
+    if c.reserve_limit:
+        per_block += c.reserved
+    smem_cfg = pref
+    if dynamic_smem > max_dyn or smem_alloc > per_block:
+        smem_lim = 0
+    else:
+        if pref < smem_alloc:       # the carveout is raised to the next config that fits
+            smem_cfg = _align_up_config(c.configs, smem_alloc, c.name)
+        smem_lim = smem_cfg // smem_alloc if smem_alloc > 0 else INT_MAX
+    active = min(regs_lim, smem_lim, warps_lim, blocks_lim)
+    flags = ((active == warps_lim) | (active == regs_lim) << 1 | (active == smem_lim) << 2
+             | (active == blocks_lim) << 3)
+    # cudaOccMaxBlocksPerSMBlockBarrierLimit: CC >= 9 only, applied after the flags above
+    bars_lim = INT_MAX
+    if c.bars_avail and barriers > 0:
+        bars_lim = c.bars_avail // barriers
+        if bars_lim <= active:
+            active = bars_lim
+            flags |= 16
+    return (active, flags, warps_lim, regs_lim, smem_lim, blocks_lim, bars_lim, regs_alloc,
+            smem_alloc, smem_cfg, warps)
+
+
+_FLAG_NAMES = {
+    bits: frozenset(name for bit, name in ((1, "warps"), (2, "registers"), (4, "shared_memory"),
+                                           (8, "blocks"), (16, "barriers")) if bits & bit)
+    for bits in range(32)
+}
+
+
+def compute(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
+            dynamic_smem: int = 0, *, max_dynamic_smem: int | None = None,
+            carveout: int | None = None, cache_config: str = "none",
+            barriers: int = 1) -> Occupancy:
+    """Occupancy of one launch configuration, as cudaOccMaxActiveBlocksPerMultiprocessor.
+
+    arch: "sm_90", "9.0", "h100", ... or an ArchLimits.
+    max_dynamic_smem: cudaFuncAttributeMaxDynamicSharedMemorySize. None = opted in to the device
+        maximum (opt-in limit - static); a kernel that never set it has 48 KB - static.
+    carveout: None = default, else PreferredSharedMemoryCarveout in percent (0..100).
+    cache_config: "none" | "prefer_shared" | "prefer_l1" | "prefer_equal" (used when the
+        carveout is default, as the header does).
+    barriers: named barriers the kernel uses (ptxas "used N barriers"); matters on CC >= 9.
+    Bad arguments raise OcclintError.
+    """
+    c, pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
+                                max_dynamic_smem, carveout, cache_config, barriers)
+    (active, flags, w, r, s, b, br, regs_alloc, smem_alloc, smem_cfg, warps) = _blocks(
+        c, block_size, regs_per_thread, static_smem, dynamic_smem, max_dyn, pref, barriers)
+    # Built without the frozen dataclass __init__ (a third of the time of a call otherwise).
+    occ = object.__new__(Occupancy)
+    object.__setattr__(occ, "__dict__", {
+        "active_blocks": active, "active_warps": active * warps, "max_warps": c.max_warps,
+        "occupancy": active * warps / c.max_warps, "limiters": _FLAG_NAMES[flags],
+        "block_limits": {
+            "warps": w, "registers": None if r == INT_MAX else r,
+            "shared_memory": None if s == INT_MAX else s, "blocks": b,
+            "barriers": None if br == INT_MAX else br,
+        },
+        "allocated_regs_per_block": regs_alloc, "allocated_smem_per_block": smem_alloc,
+        "smem_config": smem_cfg, "arch": c.name, "block_size": block_size,
+        "warps_per_block": warps,
+    })
+    return occ
+
+
+def active_blocks(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
+                  dynamic_smem: int = 0, *, max_dynamic_smem: int | None = None,
+                  carveout: int | None = None, cache_config: str = "none",
+                  barriers: int = 1) -> int:
+    """Only `compute(...).active_blocks`, without building the result (for tight loops)."""
+    c, pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
+                                max_dynamic_smem, carveout, cache_config, barriers)
+    return _blocks(c, block_size, regs_per_thread, static_smem, dynamic_smem, max_dyn, pref,
+                   barriers)[0]
+
+
+# --- launch configuration -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockSizeSuggestion:
+    """cudaOccMaxPotentialOccupancyBlockSize's answer."""
+
+    block_size: int          # 0: the kernel cannot run with any block size
+    min_grid_size: int       # active_blocks x sm_count: a grid that fills the machine once
+    active_blocks: int
+    occupancy: float
+    sm_count: int
+
+
+def max_potential_block_size(arch, regs_per_thread: int, static_smem: int = 0,
+                             dynamic_smem: int | Callable[[int], int] = 0, *,
+                             launch_bounds: int | None = None, sm_count: int | None = None,
+                             max_dynamic_smem: int | None = None, carveout: int | None = None,
+                             cache_config: str = "none", barriers: int = 1) -> BlockSizeSuggestion:
+    """The block size with the most resident threads per SM, as the header's launch configurator.
+
+    Tries block sizes from min(1024, launch_bounds) rounded up to a warp, downwards in steps of
+    32 (the first try is the limit itself), keeps the first that gives strictly more threads, and
+    stops early at a full SM. `dynamic_smem` may be a function of the block size.
+    `launch_bounds` stands for cudaFuncAttributes.maxThreadsPerBlock. `sm_count` defaults to the
+    named GPU when `arch` is one, else to the arch's default GPU in gpus.toml.
+    """
+    a = _consts(arch).a
+    if sm_count is None:
+        sm_count = default_gpu(arch).sm_count
+    limit = a.max_threads_per_block
+    if launch_bounds is not None:
+        if not isinstance(launch_bounds, int) or launch_bounds <= 0:
+            raise OcclintError(f"launch bounds must be a positive integer, not {launch_bounds!r}")
+        limit = min(limit, launch_bounds)
+    ws = a.warp_size
+    best_size = best_blocks = best_threads = 0
+    full = a.max_threads_per_sm
+    aligned = (limit + ws - 1) // ws * ws
+    while aligned > 0:
+        size = min(limit, aligned)
+        dyn = dynamic_smem(size) if callable(dynamic_smem) else dynamic_smem
+        blocks = active_blocks(a, size, regs_per_thread, static_smem, dyn,
+                               max_dynamic_smem=max_dynamic_smem, carveout=carveout,
+                               cache_config=cache_config, barriers=barriers)
+        if size * blocks > best_threads:
+            best_size, best_blocks, best_threads = size, blocks, size * blocks
+        if best_threads == full:
+            break
+        aligned -= ws
+    return BlockSizeSuggestion(
+        block_size=best_size, min_grid_size=best_blocks * sm_count, active_blocks=best_blocks,
+        occupancy=best_threads / full, sm_count=sm_count,
+    )
