@@ -1,0 +1,162 @@
+"""The resource lockfile `occlint.lock`: per kernel instantiation and arch, what nvcc gave it.
+
+`occlint lock` records registers, spills, static shared memory and the occupancy at each launch
+configuration found in the sources; `check --lock occlint.lock` compares and reports OCC050 when
+a kernel gains registers, spills or shared memory, or loses occupancy. The file is JSON, sorted
+and stable, so a compiler upgrade shows up as a small, readable diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from occlint.errors import OcclintError
+from occlint.model import Launch, Usage
+
+VERSION = 1
+FILE_NAME = "occlint.lock"
+# resource field in the lock -> the words the OCC050 message uses for it
+RESOURCES = {
+    "registers": "registers",
+    "spill_bytes": "bytes of spills",
+    "static_smem": "bytes of static shared memory",
+}
+
+
+def _norm(args: Iterable[str]) -> tuple[str, ...]:
+    return tuple("".join(str(a).split()) for a in args)
+
+
+def entry_key(entry: dict) -> tuple[str, tuple[str, ...], str]:
+    return entry["kernel"], _norm(entry.get("template_args", ())), entry["arch"]
+
+
+def usage_key(usage: Usage) -> tuple[str, tuple[str, ...], str]:
+    return usage.kernel, _norm(usage.template_args), usage.arch
+
+
+def launches_for(usage: Usage, launches: Iterable[Launch]) -> list[Launch]:
+    """Launches that call this kernel instantiation (by name; template arguments when written)."""
+    out = []
+    kernel = usage.kernel.lstrip(":")
+    for launch in launches:
+        name = launch.callee.lstrip(":")
+        if not (kernel == name or kernel.endswith("::" + name) or name.endswith("::" + kernel)):
+            continue
+        if launch.template_args and usage.template_args \
+                and _norm(launch.template_args) != _norm(usage.template_args):
+            continue
+        out.append(launch)
+    return out
+
+
+def entry(usage: Usage, launches: Iterable[Launch] = ()) -> dict:
+    """One lock entry: the usage figures and the occupancy at each distinct launch configuration."""
+    from occlint.occupancy import compute
+
+    configs = set()
+    for launch in launches_for(usage, launches):
+        block, smem = launch.block.total, launch.dynamic_smem
+        if block and smem is not None:
+            configs.add((block, smem))
+    occupancy = []
+    for block, smem in sorted(configs):
+        try:
+            occ = compute(usage.arch, block, usage.registers, usage.static_smem, smem,
+                          barriers=max(usage.barriers, 1)).occupancy
+        except OcclintError:
+            continue                      # a launch the arch cannot run: other rules say so
+        occupancy.append({"block": block, "dynamic_smem": smem, "occupancy": round(occ, 4)})
+    return {
+        "kernel": usage.kernel,
+        "template_args": list(usage.template_args),
+        "arch": usage.arch,
+        "registers": usage.registers,
+        "spill_bytes": usage.spill_stores + usage.spill_loads,
+        "static_smem": usage.static_smem,
+        "launches": occupancy,
+    }
+
+
+def build(usages: Iterable[Usage], launches: Iterable[Launch] = ()) -> dict:
+    launches = list(launches)
+    entries = {usage_key(u): entry(u, launches) for u in usages}
+    return {"version": VERSION, "kernels": [entries[k] for k in sorted(entries)]}
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write(usages: Iterable[Usage], launches: Iterable[Launch], file: str) -> int:
+    doc = build(usages, launches)
+    with open(file, "w", encoding="utf-8") as fh:
+        fh.write(dumps(doc))
+    return len(doc["kernels"])
+
+
+def load(file: str) -> dict[tuple, dict]:
+    """Lock entries by key; a missing or malformed lockfile is an OcclintError."""
+    if not os.path.isfile(file):
+        raise OcclintError(f"lockfile not found: {file} (write one with `occlint lock`)")
+    try:
+        with open(file, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        if doc.get("version") != VERSION:
+            raise ValueError(f"unsupported version {doc.get('version')!r}")
+        entries = {}
+        for e in doc["kernels"]:
+            for name in ("registers", *RESOURCES):
+                int(e[name])
+            entries[entry_key(e)] = e
+        return entries
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise OcclintError(f"{file} is not an occlint lockfile: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One resource that grew (or occupancy that fell) for a kernel instantiation on an arch."""
+
+    kernel: str
+    template_args: tuple[str, ...]
+    arch: str
+    resource: str            # a RESOURCES key, or "occupancy"
+    old: int | float
+    new: int | float
+    old_occupancy: float | None = None   # at the launch configuration that lost the most
+    new_occupancy: float | None = None
+    block: int | None = None
+
+
+def _worst_drop(old: dict, new: dict) -> tuple[float, float, int] | None:
+    before = {(x["block"], x["dynamic_smem"]): x["occupancy"] for x in old.get("launches", ())}
+    drops = [
+        (before[k] - x["occupancy"], before[k], x["occupancy"], x["block"])
+        for x in new.get("launches", ()) if (k := (x["block"], x["dynamic_smem"])) in before
+    ]
+    if not drops:
+        return None
+    worst = max(drops)
+    return worst[1], worst[2], worst[3]
+
+
+def compare(old: dict[tuple, dict], new: Iterable[dict]) -> list[Regression]:
+    """Regressions of `new` entries against the locked ones (kernels absent from the lock pass)."""
+    found = []
+    for e in new:
+        k = entry_key(e)
+        if k not in old:
+            continue
+        before = old[k]
+        drop = _worst_drop(before, e)
+        occ = dict(old_occupancy=drop[0], new_occupancy=drop[1], block=drop[2]) if drop else {}
+        grew = [r for r in RESOURCES if int(e[r]) > int(before[r])]
+        for r in grew:
+            found.append(Regression(e["kernel"], k[1], e["arch"], r, int(before[r]), int(e[r]), **occ))
+        if not grew and drop and drop[1] < drop[0]:
+            found.append(Regression(e["kernel"], k[1], e["arch"], "occupancy", drop[0], drop[1], **occ))
+    return found
