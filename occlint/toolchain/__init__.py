@@ -1,0 +1,41 @@
+"""The toolchain: nvcc discovery, device-only compiles, ptxas parsing, cubin reading, cache.
+
+Public API: find_nvcc, collect_usage, archs_for, match_usage, load_sidecars, usage_by_arch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from occlint.model import CompileError, Kernel, Usage
+from occlint.toolchain.compile import UsageReport, collect_usage, print_notice
+from occlint.toolchain.demangle import normalize_qualname
+from occlint.toolchain.discover import Nvcc, find_nvcc
+from occlint.toolchain.flags import archs_for
+from occlint.toolchain.sidecar import load_sidecars
+
+__all__ = [
+    "CompileError", "Nvcc", "UsageReport", "archs_for", "collect_usage", "find_nvcc",
+    "load_sidecars", "match_usage", "print_notice", "usage_by_arch",
+]
+
+
+def match_usage(kernel: Kernel, usages: Iterable[Usage]) -> list[Usage]:
+    """The Usage entries of this source kernel: same qualified name (namespaces; anonymous
+    namespaces ignored), every template instantiation, every arch."""
+    if kernel.extern_c:
+        return [u for u in usages if u.kernel == kernel.name]
+    want = normalize_qualname(kernel.qualname)
+    return [u for u in usages if normalize_qualname(u.kernel) == want]
+
+
+def usage_by_arch(usages: Iterable[Usage]) -> dict[str, dict]:
+    """arch -> {registers, spill_stores, spill_loads, static_smem, barriers}: the `usage` record
+    of `occlint kernels --json`. With several instantiations, the largest figure of each."""
+    out: dict[str, dict] = {}
+    for u in usages:
+        rec = out.setdefault(u.arch, {"registers": 0, "spill_stores": 0, "spill_loads": 0,
+                                      "static_smem": 0, "barriers": 0})
+        for k in rec:
+            rec[k] = max(rec[k], getattr(u, k))
+    return out

@@ -1,0 +1,193 @@
+"""Content-addressed compile cache (ccache's "direct mode").
+
+An entry's key hashes the toolchain (nvcc and host compiler versions), the normalized flags,
+the arch, the working directory, the file's path and its bytes. The entry stores the headers the
+compile read (nvcc -MD, in the same compile: no extra process) with their hashes; a hit needs
+every one of them unchanged. A failed compile is stored only when its dependency list is
+complete (preprocessing succeeded): a missing header must not stick.
+
+Writes are atomic (temp file in the same directory + os.replace), so several occlint processes
+may share the cache; an unreadable entry is a miss and is rewritten. Oldest entries are evicted
+beyond `max_bytes`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from occlint.config import Config
+
+FORMAT = 1
+TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
+MAX_BYTES = 256 * 1024 * 1024
+
+
+def cache_dir(config: Config) -> Path:
+    if config.cache_dir:
+        p = Path(config.cache_dir)
+        return p if p.is_absolute() else Path(config.root) / p
+    return Path(config.root) / ".occlint_cache"
+
+
+def looks_like_cache(path: Path) -> bool:
+    tag = path / "CACHEDIR.TAG"
+    try:
+        return "occlint" in tag.read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+class FileHashes:
+    """sha256 of files, memoized for one run (headers are shared by many files and archs)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[str, str | None] = {}
+
+    def __call__(self, path: str) -> str | None:
+        if path not in self._memo:
+            try:
+                with open(path, "rb") as fh:
+                    self._memo[path] = hashlib.sha256(fh.read()).hexdigest()
+            except OSError:
+                self._memo[path] = None
+        return self._memo[path]
+
+
+class Cache:
+    def __init__(self, root: Path, max_bytes: int = MAX_BYTES) -> None:
+        self.root = Path(root)
+        self.max_bytes = max_bytes
+        self.hashes = FileHashes()
+        self.hits = self.misses = self.writes = 0
+
+    def key(self, toolchain: str, flags: list[str], arch: str, cwd: str, path: str) -> str | None:
+        content = self.hashes(os.path.abspath(os.path.join(cwd, path)))
+        if content is None:
+            return None
+        h = hashlib.sha256()
+        for part in (str(FORMAT), toolchain, "\0".join(flags), arch, cwd, path, content):
+            h.update(part.encode("utf-8", "surrogateescape"))
+            h.update(b"\x1f")
+        return h.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The stored result when every recorded dependency is unchanged; else None."""
+        path = self._entry(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            deps = data["deps"]
+            ok = data.get("format") == FORMAT and all(self.hashes(p) == h for p, h in deps)
+        except (OSError, ValueError, KeyError, TypeError):
+            ok, data = False, None
+        if not ok:
+            self.misses += 1
+            return None
+        self.hits += 1
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least recently used goes first
+        return data
+
+    def put(self, key: str, deps: list[str], result: dict) -> None:
+        """Store `result` with the hashes of `deps` (absolute paths the compile read)."""
+        recorded = []
+        for dep in deps:
+            digest = self.hashes(dep)
+            if digest is None:
+                return  # a dependency vanished: do not store what cannot be verified
+            recorded.append([dep, digest])
+        data = {"format": FORMAT, "deps": recorded, **result}
+        path = self._entry(key)
+        try:
+            self._ensure_root()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(data, fh, separators=(",", ":"))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            self.writes += 1
+        except OSError:
+            pass  # a read-only or full disk never fails a lint
+
+    def _ensure_root(self) -> None:
+        if (self.root / "CACHEDIR.TAG").exists():
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        for name, text in (("CACHEDIR.TAG", TAG), (".gitignore", "# created by occlint\n*\n")):
+            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, self.root / name)
+
+    def evict(self) -> int:
+        """Remove the least recently used entries beyond max_bytes; returns how many."""
+        entries = []
+        total = 0
+        for path, st in iter_entries(self.root):
+            entries.append((st.st_mtime, st.st_size, path))
+            total += st.st_size
+        removed = 0
+        for _mtime, size, path in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            try:
+                os.unlink(path)
+                total -= size
+                removed += 1
+            except OSError:
+                pass
+        return removed
+
+
+def iter_entries(root: Path):
+    """(path, stat) for every stored entry."""
+    try:
+        subdirs = list(os.scandir(root))
+    except OSError:
+        return
+    for sub in subdirs:
+        if not sub.is_dir(follow_symlinks=False):
+            continue
+        try:
+            for f in os.scandir(sub.path):
+                if f.name.endswith(".json") and not f.name.startswith(".tmp-"):
+                    with contextlib.suppress(OSError):
+                        yield f.path, f.stat(follow_symlinks=False)
+        except OSError:
+            pass
+
+
+def stats(root: Path) -> tuple[int, int]:
+    """(entry count, total bytes)."""
+    count = size = 0
+    for _path, st in iter_entries(root):
+        count += 1
+        size += st.st_size
+    return count, size
+
+
+def parse_depfile(text: str) -> list[str]:
+    """Paths in a make-style dependency file (`x.o : a.cu \\` ...)."""
+    text = text.replace("\\\n", " ")
+    out: list[str] = []
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        _target, _, rest = line.partition(": ")
+        if not _:
+            _target, _, rest = line.partition(":")
+        # paths are space-separated; `\ ` escapes a space
+        for token in rest.replace("\\ ", "\x00").split():
+            out.append(token.replace("\x00", " "))
+    return list(dict.fromkeys(out))

@@ -1,0 +1,235 @@
+"""Device-only compiles per (file, arch), cached and in parallel: `collect_usage`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from occlint.config import Config
+from occlint.errors import OcclintError
+from occlint.model import CompileError, Usage
+from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
+from occlint.toolchain.discover import Nvcc, find_nvcc
+from occlint.toolchain.flags import (
+    archs_for,
+    find_compile_commands,
+    flags_for,
+    load_compile_commands,
+)
+from occlint.toolchain.ptxas import parse_errors, parse_usage
+
+UNITS = (".cu",)
+HEADERS = (".cuh", ".h", ".hpp", ".hh", ".inl")
+SKIPPED_CHECKS = "register, spill and static shared memory checks"
+NO_NVCC_NOTICE = (
+    "occlint: notice: nvcc not found, so the {checks} were skipped (source-only checks ran). "
+    "Get nvcc with `pip install 'occlint[cuda]'`, or point `nvcc` in the config at one."
+)
+
+
+@dataclass
+class UsageReport:
+    usages: dict[str, tuple[Usage, ...]] = field(default_factory=dict)  # unit -> all archs
+    errors: list[CompileError] = field(default_factory=list)
+    notice: str | None = None
+    archs: tuple[str, ...] = ()
+    includes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # unit -> files it read
+    nvcc: Nvcc | None = None
+    compiled: int = 0         # compiles run (cache misses)
+    cached: int = 0           # results taken from the cache
+
+    def usage_for(self, path: str) -> tuple[Usage, ...]:
+        """Usage for a .cu, or for a header: everything from the units that include it."""
+        if path in self.usages:
+            return self.usages[path]
+        target = os.path.realpath(path)
+        seen: dict[tuple[str, str], Usage] = {}
+        for unit, deps in self.includes.items():
+            if target in deps:
+                for u in self.usages.get(unit, ()):
+                    seen.setdefault((u.mangled, u.arch), u)
+        return tuple(seen.values())
+
+
+def expand_paths(paths: Sequence[str]) -> list[str]:
+    """Files as given; directories -> their .cu and header files (hidden dirs skipped)."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                out.extend(os.path.join(dirpath, f) for f in sorted(filenames)
+                           if f.endswith(UNITS + HEADERS))
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: str) -> list[str]:
+    return [nvcc.path, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *flags,
+            "-MD", "-MF", os.path.join(outdir, "x.d"), "-o", os.path.join(outdir, "x.cubin"), path]
+
+
+def run_with_timeout(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
+    """(exit code or None on timeout, stdout+stderr). The whole process group is killed on
+    timeout: nvcc's children (cicc, ptxas) must not outlive it."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        return None, ""
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
+def _display_path(reported: str, cwd: str, unit: str) -> str:
+    """The compiler's path for a diagnostic, as the user named the unit when it is the unit."""
+    full = os.path.realpath(os.path.join(cwd, reported))
+    if full == os.path.realpath(unit):
+        return unit
+    rel = os.path.relpath(full)
+    return full if rel.startswith("..") else rel
+
+
+def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
+                timeout: float) -> tuple[list[Usage], list[CompileError], list[str] | None]:
+    """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable)."""
+    src = os.path.abspath(unit)
+    with tempfile.TemporaryDirectory(prefix="occlint-") as tmp:
+        cmd = compile_command(nvcc, src, arch, flags, tmp)
+        try:
+            code, out = run_with_timeout(cmd, cwd, timeout)
+        except OSError as exc:
+            return [], [CompileError(unit, None, None, f"cannot run nvcc: {exc}", arch, "nvcc",
+                                     None, unit)], None
+        if code is None:
+            msg = f"compiling for {arch} timed out after {timeout:g} s"
+            return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
+        usages = parse_usage(out, arch, unit)
+        errors = [
+            CompileError(_display_path(e.path, cwd, unit), e.line, e.column, e.message, e.arch,
+                         e.kind, e.kernel, unit)
+            for e in parse_errors(out, src, arch)
+        ]
+        if code != 0 and not errors:
+            last = next((ln for ln in reversed(out.splitlines()) if ln.strip()), "")
+            errors.append(CompileError(unit, None, None,
+                                       f"nvcc exited with {code}: {last.strip()}"[:500],
+                                       arch, "nvcc", None, unit))
+        # A result is cacheable only with a complete list of the files it read: the depfile
+        # exists once preprocessing succeeded; a missing header (fatal) leaves none.
+        if any(e.kind in ("fatal", "nvcc") for e in errors):
+            return usages, errors, None
+        try:
+            deps = parse_depfile(Path(tmp, "x.d").read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return usages, errors, None
+    deps = [os.path.realpath(os.path.join(cwd, d)) for d in deps]
+    return usages, errors, list(dict.fromkeys([os.path.realpath(src), *deps]))
+
+
+def _usage_to_json(u: Usage) -> dict:
+    d = asdict(u)
+    d["template_args"] = list(u.template_args)
+    return d
+
+
+def usage_from_json(d: dict, unit: str) -> Usage:
+    d = dict(d)
+    d["template_args"] = tuple(d.get("template_args", ()))
+    d["unit"] = unit
+    return Usage(**d)
+
+
+def _error_from_json(d: dict, unit: str) -> CompileError:
+    return CompileError(**{**d, "unit": unit})
+
+
+def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
+                  nvcc: Nvcc | None = None) -> UsageReport:
+    """ptxas's figures for every kernel in the .cu files of `paths`, for every arch."""
+    cc_path = find_compile_commands(config)
+    entries = load_compile_commands(cc_path)
+    archs = archs_for(config, entries)
+    report = UsageReport(archs=archs)
+    files = expand_paths(paths)
+    units = [f for f in files if f.endswith(UNITS)]
+    if not units:
+        return report
+    nvcc = nvcc or find_nvcc(config, entries)
+    if nvcc is None:
+        report.notice = NO_NVCC_NOTICE.format(checks=SKIPPED_CHECKS)
+        return report
+    report.nvcc = nvcc
+    unsupported = [a for a in archs if a.rstrip("af") not in nvcc.archs]
+    if nvcc.archs and unsupported:
+        raise OcclintError(
+            f"nvcc {nvcc.version} cannot compile for {', '.join(unsupported)} "
+            f"(it supports {nvcc.archs[0]} to {nvcc.archs[-1]}); choose another --arch"
+        )
+    cache = None if config.no_cache else Cache(cache_dir(config))
+    toolchain = nvcc.identity
+    results: dict[tuple[str, str], tuple[list[Usage], list[CompileError]]] = {}
+    todo: list[tuple[str, str, list[str], str, str | None]] = []
+    for unit in units:
+        flags, cwd = flags_for(unit, config, entries)
+        for arch in archs:
+            key = cache.key(toolchain, flags, arch, cwd, os.path.abspath(unit)) if cache else None
+            hit = cache.get(key) if key else None
+            if hit is not None:
+                results[(unit, arch)] = (
+                    [usage_from_json(u, unit) for u in hit["usages"]],
+                    [_error_from_json(e, unit) for e in hit["errors"]],
+                )
+                report.includes[unit] = tuple(p for p, _h in hit["deps"])
+                report.cached += 1
+            else:
+                todo.append((unit, arch, flags, cwd, key))
+
+    def work(item):
+        unit, arch, flags, cwd, _key = item
+        return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout)
+
+    workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for item, (usages, errors, deps) in zip(todo, pool.map(work, todo), strict=True):
+            unit, arch, _flags, _cwd, key = item
+            results[(unit, arch)] = (usages, errors)
+            report.compiled += 1
+            if deps is not None:
+                report.includes[unit] = tuple(deps)
+                if cache and key:
+                    cache.put(key, deps, {
+                        "usages": [_usage_to_json(u) for u in usages],
+                        "errors": [asdict(e) for e in errors],
+                        "time": time.time(),
+                    })
+    if cache and cache.writes:
+        cache.evict()
+    for unit in units:
+        usages: list[Usage] = []
+        for arch in archs:
+            got, errors = results[(unit, arch)]
+            usages.extend(got)
+            report.errors.extend(errors)
+        report.usages[unit] = tuple(usages)
+    return report
+
+
+def print_notice(report: UsageReport, stream=None) -> None:
+    """The one stderr notice, if any (callers print it once per run)."""
+    if report.notice:
+        print(report.notice, file=stream or sys.stderr)

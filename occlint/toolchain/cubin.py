@@ -1,0 +1,213 @@
+"""Read kernel usage from cubins: the `.nv_fatbin` section of an object -> fatbin entries ->
+cubin ELF. Figures: registers (EIATTR_REGCOUNT, else `.text.<k>` sh_info >> 24), barriers
+(EIATTR_NUM_BARRIERS in `.nv.info.<k>`), static shared memory (size of `.nv.shared.<k>`, less
+the 1 KiB of reserved system shared memory that sm_90+ cubins place in it, marked by a
+`.nv.shared.reserved.*` section), stack frame (EIATTR_FRAME_SIZE). The ELF does not record
+spill stores/loads: those stay 0 and the sidecar lists them under "lacks".
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from occlint.model import Usage
+from occlint.toolchain.demangle import split_name
+
+FATBIN_MAGIC = 0xBA55ED50
+KIND_ELF = 2
+FLAG_COMPRESSED_LZ4 = 0x2000
+FLAG_COMPRESSED_ZSTD = 0x8000
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_MAX_STACK_SIZE = 0x23
+EIATTR_REGCOUNT = 0x2F
+EIATTR_NUM_BARRIERS = 0x4C
+RESERVED_SMEM = 1024
+EIFMT_SVAL = 4
+LACKS = ("spill_stores", "spill_loads")   # figures a cubin does not carry
+
+
+class CubinError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+
+
+def sections(data: bytes) -> list[Section]:
+    """Section headers of a little-endian ELF64 file."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise CubinError("not a little-endian ELF64 file")
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    raw = []
+    for i in range(shnum):
+        name, typ, flags, _addr, off, size, link, info = struct.unpack_from(
+            "<IIQQQQII", data, shoff + i * shentsize)
+        raw.append((name, typ, flags, off, size, link, info))
+    stroff = raw[shstrndx][3]
+    out = []
+    for name, typ, flags, off, size, link, info in raw:
+        end = data.index(b"\0", stroff + name)
+        out.append(Section(data[stroff + name:end].decode("utf-8", "replace"), typ, flags, off,
+                           size, link, info))
+    return out
+
+
+@dataclass
+class FatbinScan:
+    cubins: list[tuple[str, bytes]]   # (arch "sm_90", cubin ELF)
+    compressed: list[str]             # archs of ELF entries skipped because compressed
+
+
+def _decompress(payload: bytes, flags: int, size: int) -> bytes | None:
+    if flags & FLAG_COMPRESSED_ZSTD:
+        try:
+            import zstandard  # optional
+
+            return zstandard.ZstdDecompressor().decompress(payload, max_output_size=size or 1 << 30)
+        except Exception:
+            return None
+    return None
+
+
+def fatbin_cubins(fatbin: bytes) -> FatbinScan:
+    """ELF entries of a fatbin blob (one or more concatenated fatbins)."""
+    scan = FatbinScan([], [])
+    pos = 0
+    while pos + 16 <= len(fatbin):
+        magic, _ver, hsize, fsize = struct.unpack_from("<IHHQ", fatbin, pos)
+        if magic != FATBIN_MAGIC:
+            break
+        p, end = pos + hsize, pos + hsize + fsize
+        while p + 64 <= end:
+            kind, _v, ehsize, psize = struct.unpack_from("<HHIQ", fatbin, p)
+            arch = struct.unpack_from("<I", fatbin, p + 28)[0]
+            flags = struct.unpack_from("<Q", fatbin, p + 40)[0]
+            full = struct.unpack_from("<Q", fatbin, p + 56)[0]
+            payload = fatbin[p + ehsize:p + ehsize + psize]
+            if kind == KIND_ELF:
+                name = f"sm_{arch}"
+                if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD):
+                    plain = _decompress(payload, flags, full)
+                    if plain is None:
+                        scan.compressed.append(name)
+                    else:
+                        scan.cubins.append((name, plain))
+                else:
+                    scan.cubins.append((name, payload))
+            if ehsize == 0:
+                break
+            p += ehsize + psize
+        pos = (end + 7) & ~7
+    return scan
+
+
+def object_cubins(obj: bytes) -> FatbinScan:
+    """Cubins embedded in a host object (`.nv_fatbin`), or the file itself if it is a cubin
+    or a fatbin."""
+    if obj[:4] == struct.pack("<I", FATBIN_MAGIC):
+        return fatbin_cubins(obj)
+    secs = sections(obj)
+    fat = [s for s in secs if s.name == ".nv_fatbin"]
+    if not fat:
+        if any(s.name.startswith(".nv.info") for s in secs):
+            return FatbinScan([(cubin_arch(obj), obj)], [])
+        return FatbinScan([], [])
+    s = fat[0]
+    return fatbin_cubins(obj[s.offset:s.offset + s.size])
+
+
+def cubin_arch(cubin: bytes) -> str:
+    """sm_XX from the cubin ELF header's e_flags (the low byte holds the SM number)."""
+    e_flags = struct.unpack_from("<I", cubin, 0x30)[0]
+    sm = e_flags & 0xFF
+    if sm < 30:  # newer layout keeps it in bits 8..15
+        sm = (e_flags >> 8) & 0xFF
+    return f"sm_{sm}"
+
+
+def _symbols(data: bytes, secs: list[Section]) -> list[str]:
+    symtab = next((s for s in secs if s.type == 2), None)  # SHT_SYMTAB
+    if symtab is None:
+        return []
+    strtab = secs[symtab.link]
+    names = []
+    for off in range(symtab.offset, symtab.offset + symtab.size, 24):
+        name = struct.unpack_from("<I", data, off)[0]
+        start = strtab.offset + name
+        names.append(data[start:data.index(b"\0", start)].decode("utf-8", "replace"))
+    return names
+
+
+def _attributes(data: bytes, sec: Section):
+    """(attribute, payload bytes) records of an .nv.info section."""
+    p, end = sec.offset, sec.offset + sec.size
+    while p + 4 <= end:
+        fmt, attr, value = struct.unpack_from("<BBH", data, p)
+        p += 4
+        if fmt == EIFMT_SVAL:
+            yield attr, data[p:p + value]
+            p += value
+        else:
+            yield attr, struct.pack("<H", value)
+
+
+def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list[Usage]:
+    """Usage for every kernel (entry function) in a cubin."""
+    secs = sections(cubin)
+    arch = arch or cubin_arch(cubin)
+    syms = _symbols(cubin, secs)
+    by_name = {s.name: s for s in secs}
+    regcount: dict[str, int] = {}
+    frame: dict[str, int] = {}
+    max_stack: dict[str, int] = {}
+    for sec in secs:
+        if sec.name != ".nv.info":
+            continue
+        for attr, payload in _attributes(cubin, sec):
+            if len(payload) < 8:
+                continue
+            sym, val = struct.unpack_from("<II", payload)
+            name = syms[sym] if sym < len(syms) else None
+            if name is None:
+                continue
+            if attr == EIATTR_REGCOUNT:
+                regcount[name] = val
+            elif attr == EIATTR_FRAME_SIZE:
+                frame[name] = val
+            elif attr == EIATTR_MAX_STACK_SIZE:
+                max_stack[name] = val
+    reserved = any(s.name.startswith(".nv.shared.reserved.") for s in secs)
+    out = []
+    for sec in secs:
+        if not sec.name.startswith(".nv.info."):
+            continue  # one .nv.info.<k> per entry function
+        mangled = sec.name[len(".nv.info."):]
+        text = by_name.get(f".text.{mangled}")
+        if text is None:
+            continue
+        regs = regcount.get(mangled, text.info >> 24)
+        barriers = 0
+        for attr, payload in _attributes(cubin, sec):
+            if attr == EIATTR_NUM_BARRIERS and len(payload) >= 2:
+                barriers = struct.unpack_from("<H", payload)[0]
+        shared = by_name.get(f".nv.shared.{mangled}")
+        smem = shared.size if shared else 0
+        if reserved and smem >= RESERVED_SMEM:
+            smem -= RESERVED_SMEM
+        name, args = split_name(mangled)
+        out.append(Usage(
+            kernel=name, arch=arch, registers=regs, static_smem=smem,
+            barriers=barriers, stack_frame=frame.get(mangled, max_stack.get(mangled, 0)),
+            mangled=mangled, template_args=args, source="cubin", unit=unit,
+        ))
+    return out

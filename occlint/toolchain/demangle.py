@@ -1,0 +1,90 @@
+"""Demangle entry names in-process and split them into qualified name and template arguments."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_ANON = "(anonymous namespace)"
+_ANON_MARK = "\x00anon\x00"
+_INT = re.compile(r"(-?\d+)[uUlL]*")
+
+
+@lru_cache(maxsize=4096)
+def demangle(mangled: str) -> str:
+    """The demangled signature, or the name itself when it is not mangled (extern "C")."""
+    if not mangled.startswith("_Z"):
+        return mangled
+    try:
+        import cxxfilt
+
+        return cxxfilt.demangle(mangled)
+    except Exception:  # not a valid name, or no libstdc++: keep the symbol
+        return mangled
+
+
+def _matching_open(text: str, close_at: int, open_ch: str, close_ch: str) -> int:
+    depth = 0
+    for i in range(close_at, -1, -1):
+        ch = text[i]
+        if ch == close_ch:
+            depth += 1
+        elif ch == open_ch:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split on `sep` outside <>, () and []."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _plain_arg(arg: str) -> str:
+    """"4u" -> "4", "(char)65" stays: integer suffixes only, so `k<4>` launches match."""
+    arg = arg.strip()
+    m = _INT.fullmatch(arg)
+    return m.group(1) if m else arg
+
+
+@lru_cache(maxsize=4096)
+def split_name(mangled: str) -> tuple[str, tuple[str, ...]]:
+    """`_ZN2ns6reduceILi256EfEEvPKT0_PS1_i` -> ("ns::reduce", ("256", "float"))."""
+    text = demangle(mangled).replace(_ANON, _ANON_MARK)
+    if text.endswith(")"):  # drop the parameter list
+        start = _matching_open(text, len(text) - 1, "(", ")")
+        if start > 0:
+            text = text[:start]
+    # drop the return type that template functions carry: the last top-level space
+    words = _split_top(text, " ")
+    name = words[-1] if words else text
+    args: tuple[str, ...] = ()
+    if name.endswith(">"):
+        start = _matching_open(name, len(name) - 1, "<", ">")
+        if start > 0:
+            inner = name[start + 1 : -1]
+            args = tuple(_plain_arg(a) for a in _split_top(inner, ",") if a.strip())
+            name = name[:start]
+    return name.replace(_ANON_MARK, _ANON), args
+
+
+def normalize_qualname(name: str) -> str:
+    """Compare names without anonymous namespaces, leading `::` or scope template arguments."""
+    parts = []
+    for part in _split_top(name.replace(_ANON, _ANON_MARK).replace("::", "\x01"), "\x01"):
+        if part in ("", _ANON_MARK):
+            continue
+        lt = part.find("<")
+        parts.append(part[:lt] if lt > 0 else part)
+    return "::".join(parts)

@@ -1,0 +1,182 @@
+"""Find nvcc: config -> compile_commands.json -> $CUDACXX -> $CUDA_HOME/$CUDA_PATH -> PATH ->
+/usr/local/cuda -> pip wheels. Always resolved to the real binary, paired with its own ptxas."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from occlint.config import Config
+from occlint.errors import OcclintError
+
+_LAUNCHERS = {"ccache", "sccache", "distcc", "buildcache", "occlint", "env"}
+
+
+@dataclass
+class Nvcc:
+    path: str                 # the real nvcc binary (symlinks and wrapper scripts resolved)
+    version: str              # "13.5.37"
+    found_by: str = ""        # which discovery step found it
+    host_compiler: str | None = None   # the g++ nvcc calls (PATH), real path
+    _archs: tuple[str, ...] | None = field(default=None, repr=False)
+
+    @property
+    def bin_dir(self) -> str:
+        return os.path.dirname(self.path)
+
+    @property
+    def ptxas(self) -> str:
+        """The same toolkit's ptxas (never another version's)."""
+        return os.path.join(self.bin_dir, "ptxas")
+
+    @cached_property
+    def host_version(self) -> str:
+        return host_compiler_version(self.host_compiler)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """`sm_XX` targets this nvcc compiles, from `nvcc --list-gpu-arch`."""
+        if self._archs is None:
+            out = _run([self.path, "--list-gpu-arch"])
+            found = re.findall(r"compute_(\w+)", out)
+            self._archs = tuple(f"sm_{a}" for a in sorted(set(found), key=_arch_key))
+        return self._archs
+
+    @property
+    def identity(self) -> str:
+        """What a cache key needs to know about the toolchain."""
+        return f"nvcc {self.path} {self.version}; host {self.host_compiler} {self.host_version}"
+
+
+def _arch_key(a: str) -> tuple[int, str]:
+    digits = re.match(r"\d+", a)
+    return (int(digits.group()) if digits else 0, a)
+
+
+def _run(cmd: list[str], timeout: float = 30) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout + proc.stderr
+
+
+def host_compiler_version(path: str | None) -> str:
+    if not path:
+        return ""
+    return _run([path, "-dumpfullversion", "-dumpversion"]).strip()
+
+
+def _is_exe(path: str | os.PathLike) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _real_nvcc(candidate: str) -> tuple[str, str] | None:
+    """(real path, version) for a working nvcc, or None. nvcc's own `_HERE_` names its real
+    directory, which sees through symlinks and wrapper scripts alike."""
+    if not _is_exe(candidate):
+        return None
+    version = re.search(r"release [\d.]+, V([\d.]+)", _run([candidate, "--version"]))
+    if not version:
+        return None
+    here = re.search(r"^#\$ _HERE_=(.*)$", _run([candidate, "-dryrun", "-E", "-x", "cu",
+                                                  os.devnull]), re.M)
+    real = os.path.realpath(candidate)
+    if here and _is_exe(os.path.join(here.group(1).strip(), "nvcc")):
+        real = os.path.realpath(os.path.join(here.group(1).strip(), "nvcc"))
+    return real, version.group(1)
+
+
+def compiler_from_compile_commands(entries: list[dict]) -> str | None:
+    """The CUDA compiler the build uses (after any launcher such as ccache or `occlint nvcc --`)."""
+    from occlint.toolchain.flags import entry_arguments
+
+    for entry in entries:
+        if not str(entry.get("file", "")).endswith(".cu"):
+            continue
+        args = entry_arguments(entry)
+        for i, arg in enumerate(args):
+            if os.path.basename(arg).startswith("nvcc"):
+                path = arg if os.path.isabs(arg) else os.path.join(entry.get("directory", "."), arg)
+                return path if os.sep in arg else (shutil.which(arg) or path)
+            if os.path.basename(arg) not in _LAUNCHERS and arg != "--" and i > 0:
+                break
+    return None
+
+
+def _pip_candidates() -> list[str]:
+    out = []
+    try:
+        import nvidia  # namespace package from the cuda-toolkit wheels
+
+        for base in getattr(nvidia, "__path__", []):
+            for sub in sorted(Path(base).glob("cu*/bin/nvcc"), reverse=True):
+                out.append(str(sub))
+            out.append(str(Path(base) / "cuda_nvcc" / "bin" / "nvcc"))
+    except ImportError:
+        pass
+    try:  # cuda-pathfinder, when installed
+        from cuda import pathfinder
+
+        find = getattr(pathfinder, "find_nvidia_binary_utility", None)
+        if find:
+            found = find("nvcc")
+            if found:
+                out.append(str(found))
+    except Exception:
+        pass
+    return out
+
+
+def candidates(config: Config | None, compile_commands: list[dict] | None) -> list[tuple[str, str]]:
+    """(step, path) in discovery order."""
+    out: list[tuple[str, str]] = []
+    if config is not None and config.nvcc:
+        out.append(("config", config.nvcc))
+    if compile_commands:
+        cc = compiler_from_compile_commands(compile_commands)
+        if cc:
+            out.append(("compile_commands.json", cc))
+    if os.environ.get("CUDACXX"):
+        out.append(("$CUDACXX", os.environ["CUDACXX"]))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            out.append((f"${var}", os.path.join(os.environ[var], "bin", "nvcc")))
+    on_path = shutil.which("nvcc")
+    if on_path:
+        out.append(("PATH", on_path))
+    out.append(("/usr/local/cuda", "/usr/local/cuda/bin/nvcc"))
+    out.extend(("pip", p) for p in _pip_candidates())
+    return out
+
+
+_FOUND: dict[tuple, Nvcc | None] = {}
+
+
+def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None = None) -> Nvcc | None:
+    """The first working nvcc in discovery order, or None. A `nvcc` named in the config that
+    does not work is an error (the user asked for it); other steps fall through."""
+    cands = candidates(config, compile_commands)
+    key = tuple(cands)
+    if key in _FOUND:
+        return _FOUND[key]
+    found = None
+    for step, path in cands:
+        got = _real_nvcc(path)
+        if got is None:
+            if step == "config":
+                raise OcclintError(f"nvcc `{path}` (from the config or --nvcc) does not run")
+            continue
+        real, version = got
+        host = shutil.which("g++")
+        found = Nvcc(path=real, version=version, found_by=step,
+                     host_compiler=os.path.realpath(host) if host else None)
+        break
+    _FOUND[key] = found
+    return found

@@ -1,0 +1,197 @@
+"""Compile flags for a device-only compile: from compile_commands.json, else from the config."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+from occlint.config import Config
+from occlint.errors import OcclintError
+
+# options dropped with their value (separate argument or `=value`)
+_DROP_WITH_VALUE = {
+    "-o", "--output-file", "-MF", "--dependency-output", "-MT", "-MQ", "--dependency-target-name",
+    "-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code", "--gpu-code",
+    "--options-file", "-optf",
+}
+# options dropped alone
+_DROP = {
+    "-c", "--compile", "-M", "-MM", "-MD", "-MMD", "-MP", "--generate-dependencies",
+    "--generate-nonsystem-dependencies", "--generate-dependencies-with-compile",
+    "--generate-nonsystem-dependencies-with-compile", "--generate-dependency-targets",
+    "-E", "--preprocess", "-cubin", "--cubin", "-ptx", "--ptx", "-fatbin", "--fatbin",
+    "-dlink", "--device-link", "-lib", "--lib", "-link", "--link", "-keep", "--keep",
+    "-save-temps", "--save-temps", "-dryrun", "--dryrun", "-v", "--verbose", "-time",
+}
+# options kept together with a separate value (so the value is never mistaken for an option)
+_KEEP_WITH_VALUE = {
+    "-Xptxas", "--ptxas-options", "-Xcompiler", "--compiler-options", "-Xcudafe", "-Xnvlink",
+    "--linker-options", "-Xarchive", "-ccbin", "--compiler-bindir", "-isystem", "-I", "-D", "-U",
+    "-include", "--pre-include", "-x", "--x", "-std", "-maxrregcount", "--maxrregcount", "-idirafter",
+    "-iquote", "--include-path", "--define-macro", "--undefine-macro", "--system-include",
+}
+_SOURCE_EXT = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".o", ".obj")
+
+
+def entry_arguments(entry: dict) -> list[str]:
+    if isinstance(entry.get("arguments"), list):
+        return [str(a) for a in entry["arguments"]]
+    return shlex.split(str(entry.get("command", "")))
+
+
+def find_compile_commands(config: Config) -> str | None:
+    """config.compile_commands, else compile_commands.json at the root or in build*/."""
+    root = Path(config.root)
+    if config.compile_commands:
+        path = Path(config.compile_commands)
+        path = path if path.is_absolute() else root / path
+        if path.is_dir():
+            path = path / "compile_commands.json"
+        if not path.is_file():
+            raise OcclintError(f"compile_commands.json not found: {path}")
+        return str(path)
+    for cand in [root / "compile_commands.json", *sorted(root.glob("build*/compile_commands.json"))]:
+        if cand.is_file():
+            return str(cand)
+    return None
+
+
+def load_compile_commands(path: str | None) -> list[dict]:
+    if not path:
+        return []
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OcclintError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise OcclintError(f"{path}: expected a JSON list of compile commands")
+    return [e for e in data if isinstance(e, dict)]
+
+
+def entry_for(path: str, entries: list[dict]) -> dict | None:
+    target = os.path.realpath(path)
+    for entry in entries:
+        file = os.path.join(entry.get("directory", "."), str(entry.get("file", "")))
+        if os.path.realpath(file) == target:
+            return entry
+    return None
+
+
+def _compiler_index(args: list[str]) -> int:
+    """Index of the compiler in a command that may start with launchers."""
+    for i, arg in enumerate(args):
+        if os.path.basename(arg).startswith("nvcc"):
+            return i
+    return 0
+
+
+def without_compiler(args: list[str]) -> list[str]:
+    """The arguments after the compiler (and any launcher before it)."""
+    return args[_compiler_index(args) + 1:]
+
+
+def filter_flags(args: list[str], source: str | None = None) -> list[str]:
+    """Keep what changes device code (-I -D -U -std --expt-* -Xptxas -maxrregcount
+    --use_fast_math -rdc -isystem -ccbin ...); drop outputs, deps, archs and the source.
+    `args` excludes the compiler itself."""
+    src = os.path.basename(source) if source else None
+    out: list[str] = []
+    skip = keep = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if keep:
+            keep = False
+            out.append(arg)
+            continue
+        if arg in _KEEP_WITH_VALUE:
+            keep = True
+            out.append(arg)
+            continue
+        name = arg.split("=", 1)[0]
+        if arg in _DROP_WITH_VALUE:
+            skip = True
+            continue
+        if name in _DROP_WITH_VALUE or name in _DROP:
+            continue
+        if arg in ("-dc", "--device-c"):
+            out.append("-rdc=true")
+            continue
+        if re.fullmatch(r"-arch=?\S*|-gencode=?\S*|-code=\S*", arg):
+            continue
+        if not arg.startswith("-") and arg.endswith(_SOURCE_EXT) and (
+            src is None or os.path.basename(arg) == src or arg.endswith(".o")
+        ):
+            continue
+        out.append(arg)
+    return out
+
+
+def config_flags(config: Config) -> list[str]:
+    root = Path(config.root)
+    out = []
+    for inc in config.include_dirs:
+        p = Path(inc)
+        out.append("-I" + str(p if p.is_absolute() else root / p))
+    out.extend("-D" + d for d in config.defines)
+    out.extend(filter_flags(list(config.nvcc_flags)))
+    return out
+
+
+def flags_for(path: str, config: Config, entries: list[dict]) -> tuple[list[str], str]:
+    """(flags, working directory) for compiling `path`."""
+    entry = entry_for(path, entries)
+    if entry is not None:
+        args = without_compiler(entry_arguments(entry))
+        return filter_flags(args, str(entry.get("file"))), str(
+            entry.get("directory", "."))
+    return config_flags(config), os.getcwd()
+
+
+_ARCH_RE = re.compile(r"(?:sm|compute)_(\d+[a-z]?)")
+
+
+def archs_in_args(args: list[str]) -> list[str]:
+    """sm_ targets named by -arch/-gencode/--generate-code/--cuda-gpu-arch flags."""
+    found: list[str] = []
+    text = " ".join(args)
+    for m in re.finditer(r"(?:-gencode|--generate-code)[= ]\S+", text):
+        spec = m.group(0)
+        code = re.search(r"code=\[?([^\] ]+)", spec)
+        sms = re.findall(r"sm_(\d+[a-z]?)", code.group(1)) if code else []
+        if not sms:
+            arch = re.search(r"arch=(?:compute|sm)_(\d+[a-z]?)", spec)
+            sms = [arch.group(1)] if arch else []
+        found.extend(f"sm_{s}" for s in sms)
+    for m in re.finditer(r"(?:^|\s)(?:-arch|--gpu-architecture|--cuda-gpu-arch)[= ](\S+)", text):
+        found.extend(f"sm_{s}" for s in _ARCH_RE.findall(m.group(1)))
+    return list(dict.fromkeys(found))
+
+
+def archs_for(config: Config, compile_commands: list[dict] | None = None) -> tuple[str, ...]:
+    """CLI/config arch, else the archs in the build's flags, else ("sm_90",)."""
+    if config.arch:
+        return tuple(normalize_arch(a) for a in config.arch)
+    found: list[str] = []
+    for entry in compile_commands or []:
+        if str(entry.get("file", "")).endswith(".cu"):
+            found.extend(archs_in_args(entry_arguments(entry)))
+    if found:
+        return tuple(dict.fromkeys(found))
+    return ("sm_90",)
+
+
+def normalize_arch(arch: str) -> str:
+    """"90", "sm_90", "compute_90", "9.0" -> "sm_90"."""
+    a = arch.strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)\.(\d)", a)
+    if m:
+        return f"sm_{m.group(1)}{m.group(2)}"
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+[a-z]?)", a)
+    if not m:
+        raise OcclintError(f"unknown arch `{arch}` (expected e.g. sm_90)")
+    return f"sm_{m.group(1)}"

@@ -1,0 +1,112 @@
+"""Parse `ptxas -v` reports and nvcc/gcc/ptxas diagnostics.
+
+Tolerant by design: unknown lines are skipped, and a "Function properties" block is attached
+only to the entry function of the same name (never to a non-entry `__device__` function).
+"""
+
+from __future__ import annotations
+
+import re
+
+from occlint.model import CompileError, Usage
+from occlint.toolchain.demangle import demangle, split_name
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
+_USED = re.compile(r"Used (\d+) registers")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[\d+\]")
+_PTXAS_DIAG = re.compile(r"^ptxas (error|fatal)\s*:\s*(.*)$")
+_ENTRY_IN_MSG = re.compile(r"(?:Entry|entry) function '([^']+)'")
+
+
+def parse_usage(text: str, arch: str | None = None, unit: str = "") -> list[Usage]:
+    """Usage for every entry function in a `ptxas -v` report, in report order."""
+    entries: dict[tuple[str, str], dict] = {}
+    frames: dict[str, tuple[int, int, int]] = {}
+    current: dict | None = None       # the entry whose "Used ..." line comes next
+    pending_props: str | None = None  # name from "Function properties for X"
+    for line in text.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = {"mangled": m.group(1), "arch": m.group(2)}
+            entries[(m.group(1), m.group(2))] = current
+            pending_props = None
+            continue
+        m = _PROPS.search(line)
+        if m:
+            pending_props = m.group(1)
+            continue
+        m = _FRAME.search(line)
+        if m and pending_props is not None:
+            frames[pending_props] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            pending_props = None
+            continue
+        m = _USED.search(line)
+        if m and current is not None and "registers" not in current:
+            current["registers"] = int(m.group(1))
+            b = _BARRIERS.search(line)
+            s = _SMEM.search(line)
+            cmem = [int(x) for x in _CMEM.findall(line)]
+            current["barriers"] = int(b.group(1)) if b else 0
+            current["static_smem"] = int(s.group(1)) if s else 0
+            current["cmem"] = sum(cmem) if cmem else None
+            current = None
+    out = []
+    for (mangled, entry_arch), e in entries.items():
+        if "registers" not in e:
+            continue
+        name, args = split_name(mangled)
+        stack, stores, loads = frames.get(mangled, (0, 0, 0))
+        out.append(Usage(
+            kernel=name, arch=arch or entry_arch, registers=e["registers"],
+            static_smem=e["static_smem"], barriers=e["barriers"], stack_frame=stack,
+            spill_stores=stores, spill_loads=loads, cmem=e["cmem"], mangled=mangled,
+            template_args=args, source="ptxas", unit=unit,
+        ))
+    return out
+
+
+# f.cu(4): error: ...   f.cu(4): catastrophic error: ...
+_FRONT = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?(error|fatal error)(?: #[\w-]+)?: (.*)$")
+# f.cu:1:10: fatal error: ...
+_GCC = re.compile(r"^(.+?):(\d+):(?:(\d+):)? (error|fatal error): (.*)$")
+_NVCC = re.compile(r"^nvcc (?:fatal|error)\s*:\s*(.*)$")
+
+
+def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileError]:
+    """Errors (never warnings) from nvcc's front end, the host compiler, ptxas and nvcc itself."""
+    out: list[CompileError] = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        m = _FRONT.match(line)
+        if m:
+            kind = "fatal" if "catastrophic" in line or m.group(3) == "fatal error" else "error"
+            out.append(CompileError(m.group(1), int(m.group(2)), None, m.group(4).strip(),
+                                    arch, kind, None, unit))
+            continue
+        m = _GCC.match(line)
+        if m and not line.startswith(("ptxas", "nvcc")):
+            col = int(m.group(3)) if m.group(3) else None
+            kind = "fatal" if m.group(4) == "fatal error" else "error"
+            out.append(CompileError(m.group(1), int(m.group(2)), col, m.group(5).strip(),
+                                    arch, kind, None, unit))
+            continue
+        m = _PTXAS_DIAG.match(line)
+        if m:
+            msg = m.group(2).strip()
+            kernel = None
+            e = _ENTRY_IN_MSG.search(msg)
+            if e:
+                kernel = split_name(e.group(1))[0]
+                msg = msg.replace(e.group(1), demangle(e.group(1)))
+            out.append(CompileError(unit, None, None, msg, arch, "ptxas", kernel, unit))
+            continue
+        m = _NVCC.match(line)
+        if m:
+            out.append(CompileError(unit, None, None, m.group(1).strip(), arch, "nvcc", None, unit))
+    return out

@@ -1,0 +1,76 @@
+"""Sidecars: `<object>.occlint.json`, written by `occlint nvcc` and merged by `occlint report`."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from occlint.model import Usage
+
+SUFFIX = ".occlint.json"
+FORMAT = 1
+
+
+def sidecar_path(obj: str) -> str:
+    return obj + SUFFIX
+
+
+def write_sidecar(obj: str, sources: list[str], usages: list[Usage], lacks: tuple[str, ...],
+                  compressed: list[str]) -> str:
+    """Write atomically beside `obj`; returns the sidecar path."""
+    data = {
+        "format": FORMAT,
+        "tool": "occlint nvcc",
+        "object": os.path.abspath(obj),
+        "sources": [os.path.abspath(s) for s in sources],
+        "lacks": list(lacks),                 # figures the cubin does not record
+        "compressed_skipped": compressed,     # archs whose cubins could not be read
+        "usages": [{**asdict(u), "template_args": list(u.template_args)} for u in usages],
+    }
+    path = sidecar_path(obj)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".occlint-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_sidecar(path: str | os.PathLike) -> dict | None:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    return data
+
+
+def load_sidecars(build_dir: str | os.PathLike) -> dict[str, tuple[Usage, ...]]:
+    """Absolute source path -> its usage, merged over every sidecar under `build_dir`
+    (an object compiled twice counts once per (entry, arch)). Unreadable sidecars are skipped."""
+    merged: dict[str, dict[tuple[str, str], Usage]] = {}
+    for dirpath, dirnames, filenames in os.walk(build_dir):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not name.endswith(SUFFIX):
+                continue
+            data = read_sidecar(os.path.join(dirpath, name))
+            if data is None:
+                continue
+            for source in data.get("sources", []):
+                slot = merged.setdefault(source, {})
+                for raw in data.get("usages", []):
+                    try:
+                        u = Usage(**{**raw, "template_args": tuple(raw.get("template_args", ())),
+                                     "unit": source})
+                    except TypeError:
+                        continue
+                    slot.setdefault((u.mangled, u.arch), u)
+    return {src: tuple(v.values()) for src, v in sorted(merged.items())}
