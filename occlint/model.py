@@ -53,11 +53,22 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Index:
-    """One subscript used on a shared array."""
+    """One subscript used on a shared array.
+
+    `thread_derived` is True only when the subscript is provably in [0, n) for n threads along
+    `axis` of the block ("x", "y", "z"; "xyz" = the block's total thread count): `threadIdx.x`,
+    aliases such as `tid = threadIdx.x`, `tid % 32`, `tid / 2`, `tid >> k`, `tid & m`, the flat
+    `threadIdx.x + threadIdx.y * blockDim.x` ("xyz"), and `tid + s` under `if (tid < s)` with
+    `s <= blockDim.x / 2` (a halving loop from `blockDim.x / 2`, or `s < blockDim.x / 2`).
+    So a 256-thread launch touches elements 0..255 of that dimension. `dim` is which subscript
+    of the array it is (0 = leftmost: `s[dim0][dim1]`).
+    """
 
     text: str
     span: Span
     thread_derived: bool            # threadIdx-based (aliases, offsets bounded by blockDim)
+    axis: str | None = None         # "x" | "y" | "z" | "xyz" when thread_derived, else None
+    dim: int = 0                    # which subscript of the array (0 = leftmost)
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,8 @@ class SharedDecl:
     extern: bool = False                   # `extern __shared__` (dynamic)
     indices: tuple[Index, ...] = ()
     template_dependent: bool = False       # size depends on a template parameter of the kernel
+    other_uses: int = 0                    # uses not as `name[...]` (pointer taken, passed on):
+                                           # when > 0, `indices` are not all the accesses
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,8 @@ class AttributeCall:
     path: str
     span: Span
     function: str | None = None
+    template_args: tuple[str, ...] = ()            # `cudaFuncSetAttribute(k<256>, ...)`: ("256",)
+    template_values: tuple[int | None, ...] = ()   # evaluated non-type arguments
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,312 @@
+"""Integer constant evaluation over tree-sitter expression nodes.
+
+Names resolve in C order: bound names (template or macro parameters), object-like macros,
+locals of the enclosing function (const/constexpr, or plain integers never written again), file,
+namespace and class-scope `const`/`constexpr` integers, enumerators. A name with two different
+definitions (say in `#if`/`#else`) is unknown. Unknown is None, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from occlint.source import types
+from occlint.source.grammar import new_parser
+
+MAX_DEPTH = 60
+_INT_SUFFIX = b"ulzULZ"
+_MINMAX = {b"min": min, b"max": max, b"std::min": min, b"std::max": max, b"::min": min,
+           b"::max": max, b"cuda::std::min": min, b"cuda::std::max": max, b"umin": min,
+           b"umax": max, b"imin": min, b"imax": max}
+_CASTS = {b"static_cast", b"int", b"unsigned", b"size_t", b"int64_t", b"uint32_t", b"long"}
+
+
+def parse_int(text: bytes) -> int | None:
+    """An integer literal: hex, octal, binary, digit separators, u/l/z suffixes; else None."""
+    s = text.replace(b"'", b"").rstrip(_INT_SUFFIX)
+    try:
+        if s[:2] in (b"0x", b"0X"):
+            return int(s[2:], 16)
+        if s[:2] in (b"0b", b"0B"):
+            return int(s[2:], 2)
+        if len(s) > 1 and s[:1] == b"0":
+            return int(s[1:], 8)
+        return int(s, 10)
+    except ValueError:
+        return None
+
+
+def exprs(node) -> list:
+    """Named children that are not comments."""
+    return [c for c in node.named_children if c.type != "comment"]
+
+
+def _div(a: int, b: int) -> int | None:
+    if b == 0:
+        return None
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _mod(a: int, b: int) -> int | None:
+    q = _div(a, b)
+    return None if q is None else a - b * q
+
+
+_BINARY = {
+    b"+": lambda a, b: a + b, b"-": lambda a, b: a - b, b"*": lambda a, b: a * b,
+    b"/": _div, b"%": _mod,
+    b"<<": lambda a, b: a << b if 0 <= b < 64 else None,
+    b">>": lambda a, b: a >> b if 0 <= b < 64 else None,
+    b"&": lambda a, b: a & b, b"|": lambda a, b: a | b, b"^": lambda a, b: a ^ b,
+    b"<": lambda a, b: int(a < b), b">": lambda a, b: int(a > b),
+    b"<=": lambda a, b: int(a <= b), b">=": lambda a, b: int(a >= b),
+    b"==": lambda a, b: int(a == b), b"!=": lambda a, b: int(a != b),
+}
+
+
+class Env:
+    """What names mean in one file; filled by occlint.source.parse."""
+
+    def __init__(self):
+        self.macros: dict[bytes, list[bytes]] = {}
+        self.fmacros: dict[bytes, list[tuple[tuple[bytes, ...], bytes]]] = {}
+        self.globals: dict[bytes, list[tuple[str, object]]] = {}    # name -> (qualname, value node)
+        self.enums: dict[bytes, list[tuple[list, int]]] = {}        # name -> (enumerators, index)
+        self.locals: dict[tuple[int, bytes], list[tuple[bytes, object]]] = {}  # -> (type, declarator)
+        self.mutated: set[tuple[int, bytes]] = set()
+        self.fields: dict[tuple[int, bytes, bytes], list[object]] = {}  # (scope, var, field) -> values
+        self.structs: dict[str, tuple[int, int]] = {}
+        self._snippets: dict[bytes, object] = {}
+        self._active: set = set()
+        self._depth = 0
+        self._parser = None
+
+    # --- definitions ---------------------------------------------------------------------------
+
+    def add_macro(self, name: bytes, body: bytes, params: tuple[bytes, ...] | None = None):
+        body = body.strip()
+        if params is None:
+            bodies = self.macros.setdefault(name, [])
+            if body not in bodies:
+                bodies.append(body)
+        else:
+            defs = self.fmacros.setdefault(name, [])
+            if (params, body) not in defs:
+                defs.append((params, body))
+
+    def snippet(self, body: bytes):
+        """The expression node for a piece of text (a macro body), parsed once."""
+        if body in self._snippets:
+            return self._snippets[body]
+        node = None
+        if body and len(body) < 4000:
+            if self._parser is None:
+                self._parser = new_parser()
+            tree = self._parser.parse(b"int __occlint_v = (" + body + b"\n);")
+            decl = tree.root_node.children[0] if tree.root_node.child_count else None
+            if not tree.root_node.has_error and decl is not None and decl.type == "declaration":
+                init = decl.child_by_field_name("declarator")
+                value = init.child_by_field_name("value") if init is not None else None
+                if value is not None and value.type == "parenthesized_expression":
+                    inner = exprs(value)
+                    node = inner[0] if len(inner) == 1 else None
+            self._snippets[body] = (tree, node)     # keep the tree alive with its nodes
+            return self._snippets[body]
+        self._snippets[body] = (None, None)
+        return self._snippets[body]
+
+    def text_value(self, body: bytes, scope: int | None = None,
+                   bind: Mapping[bytes, int | str] | None = None) -> int | None:
+        return self.value(self.snippet(body)[1], scope, bind or {})
+
+    # --- evaluation ----------------------------------------------------------------------------
+
+    def value(self, node, scope: int | None = None,
+              bind: Mapping[bytes, int | str] | None = None) -> int | None:
+        if node is None or self._depth > MAX_DEPTH:
+            return None
+        self._depth += 1
+        try:
+            v = self._value(node, scope, bind or {})
+        except (RecursionError, OverflowError, ValueError, MemoryError):
+            v = None
+        finally:
+            self._depth -= 1
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def _value(self, node, scope, bind):
+        t = node.type
+        if t == "number_literal":
+            return parse_int(node.text)
+        if t in ("parenthesized_expression", "condition_clause"):
+            inner = exprs(node)
+            return self.value(inner[-1], scope, bind) if inner else None
+        if t in ("identifier", "qualified_identifier", "field_identifier",
+                 "namespace_identifier", "type_identifier"):
+            return self.name_value(b"".join(node.text.split()), scope, bind)
+        if t == "binary_expression":
+            return self._binary(node, scope, bind)
+        if t == "unary_expression":
+            op = node.child_by_field_name("operator")
+            v = self.value(node.child_by_field_name("argument"), scope, bind)
+            if v is None or op is None:
+                return None
+            return {b"-": -v, b"+": v, b"~": ~v, b"!": int(not v)}.get(op.text)
+        if t == "conditional_expression":
+            c = self.value(node.child_by_field_name("condition"), scope, bind)
+            a = self.value(node.child_by_field_name("consequence"), scope, bind)
+            b = self.value(node.child_by_field_name("alternative"), scope, bind)
+            if c is None:
+                return a if a is not None and a == b else None
+            return a if c else b
+        if t == "type_descriptor" and node.named_child_count == 1:   # `k<N>`: N parsed as a type
+            return self.value(node.named_children[0], scope, bind)
+        if t == "cast_expression":
+            return self.value(node.child_by_field_name("value"), scope, bind)
+        if t == "sizeof_expression":
+            return self._sizeof(node, bind)
+        if t == "call_expression":
+            return self._call(node, scope, bind)
+        if t == "char_literal" and node.named_child_count == 1:
+            c = node.named_children[0]
+            return c.text[0] if c.type == "character" and len(c.text) == 1 else None
+        if t == "true":
+            return 1
+        if t == "false":
+            return 0
+        return None
+
+    def _binary(self, node, scope, bind):
+        op = node.child_by_field_name("operator")
+        if op is None:
+            return None
+        a = self.value(node.child_by_field_name("left"), scope, bind)
+        if op.text == b"&&" and a == 0:
+            return 0
+        if op.text == b"||" and a is not None and a != 0:
+            return 1
+        b = self.value(node.child_by_field_name("right"), scope, bind)
+        if a is None or b is None:
+            return None
+        if op.text == b"&&":
+            return int(bool(a and b))
+        if op.text == b"||":
+            return int(bool(a or b))
+        f = _BINARY.get(op.text)
+        return f(a, b) if f else None
+
+    def _sizeof(self, node, bind):
+        inner = node.child_by_field_name("type") or node.child_by_field_name("value")
+        while inner is not None and inner.type == "parenthesized_expression" \
+                and inner.named_child_count == 1:
+            inner = inner.named_children[0]
+        if inner is None:
+            return None
+        name = inner.text.decode("utf-8", "replace")
+        bound = bind.get(inner.text.strip())
+        if isinstance(bound, str):
+            name = bound
+        return types.size_of(name, self.structs)
+
+    def _call(self, node, scope, bind):
+        fn = node.child_by_field_name("function")
+        args_node = node.child_by_field_name("arguments")
+        if fn is None or args_node is None:
+            return None
+        args = exprs(args_node)
+        name = b"".join(fn.text.split())
+        if fn.type == "template_function":
+            base = fn.child_by_field_name("name")
+            name = base.text if base is not None else name
+        if name in _MINMAX and len(args) == 2:
+            a, b = (self.value(x, scope, bind) for x in args)
+            return None if a is None or b is None else _MINMAX[name](a, b)
+        if name in _CASTS and len(args) == 1:
+            return self.value(args[0], scope, bind)
+        defs = self.fmacros.get(name)
+        if defs and len(defs) == 1 and name not in bind:
+            params, body = defs[0]
+            if len(params) != len(args) or ("f", name) in self._active:
+                return None
+            inner = dict(bind)
+            for p, a in zip(params, args, strict=False):
+                v = self.value(a, scope, bind)
+                if v is None:
+                    return None     # keep it simple: every argument must be constant
+                inner[p] = v
+            self._active.add(("f", name))
+            try:
+                return self.value(self.snippet(body)[1], scope, inner)
+            finally:
+                self._active.discard(("f", name))
+        return None
+
+    def name_value(self, name: bytes, scope: int | None, bind) -> int | None:
+        if name in bind:
+            v = bind[name]
+            return v if isinstance(v, int) else None
+        if name in self.macros:
+            bodies = self.macros[name]
+            if len(bodies) != 1 or ("m", name) in self._active:
+                return None
+            self._active.add(("m", name))
+            try:
+                return self.value(self.snippet(bodies[0])[1], scope, {})
+            finally:
+                self._active.discard(("m", name))
+        if name in self.fmacros:
+            return None
+        plain = name.rsplit(b"::", 1)[-1]
+        if scope is not None and plain == name:
+            decls = self.locals.get((scope, name))
+            if decls is not None:
+                return self._local(name, decls, scope)
+        key = ("g", name, scope)
+        if key in self._active:
+            return None
+        self._active.add(key)
+        try:
+            return self._global(name, plain, scope)
+        finally:
+            self._active.discard(key)
+
+    def _local(self, name, decls, scope):
+        if len(decls) != 1 or (scope, name) in self.mutated:
+            return None
+        type_text, decl = decls[0]
+        if types.normalize(type_text.decode("utf-8", "replace")) in ("dim3", "float", "double"):
+            return None
+        key = ("l", scope, name)
+        if key in self._active or decl.type != "init_declarator":
+            return None
+        self._active.add(key)
+        try:
+            value = decl.child_by_field_name("value")
+            if value is not None and value.type in ("initializer_list", "argument_list"):
+                return self.value(value.named_children[0], scope) \
+                    if value.named_child_count == 1 else None
+            return self.value(value, scope)
+        finally:
+            self._active.discard(key)
+
+    def _global(self, name, plain, scope):
+        found = set()
+        qual = name.decode("utf-8", "replace").lstrip(":")
+        for qualname, node in self.globals.get(plain, ()):
+            if plain == name or qualname == qual or qualname.endswith("::" + qual):
+                found.add(self.value(node, None))
+        for enumerators, index in self.enums.get(plain, ()):
+            found.add(self._enum(enumerators, index))
+        return found.pop() if len(found) == 1 else None
+
+    def _enum(self, enumerators, index):
+        steps = 0
+        while index >= 0:
+            value = enumerators[index].child_by_field_name("value")
+            if value is not None:
+                v = self.value(value, None)
+                return None if v is None else v + steps
+            index -= 1
+            steps += 1
+        return steps - 1

@@ -1,0 +1,184 @@
+"""One parsed file: text, tree, query captures, the constant environment and scope lookup."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from occlint.source import types
+from occlint.source.consteval import Env
+from occlint.source.grammar import FILE_QUERY, captures, parser
+from occlint.source.text import Text
+
+_SCOPE_TYPES = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier"}
+
+
+def qualifiers(decl) -> set[bytes]:
+    """`const`, `constexpr`, `static`, `extern`, `__shared__`, ... on a declaration."""
+    out = set()
+    for c in decl.children:
+        if c.type in ("type_qualifier", "storage_class_specifier"):
+            out.add(c.text.strip())
+        elif c.type == "__global__":
+            out.add(b"__global__")
+    return out
+
+
+def scopes_of(node) -> tuple[str, ...]:
+    """Enclosing namespace and class names, outermost first."""
+    names = []
+    p = node.parent
+    while p is not None:
+        if p.type in _SCOPE_TYPES:
+            name = p.child_by_field_name("name")
+            if name is not None:
+                names.append(b"".join(name.text.split()).decode("utf-8", "replace"))
+            elif p.type == "namespace_definition":
+                names.append("(anonymous namespace)")
+        p = p.parent
+    return tuple(reversed(names))
+
+
+def declarator_name(node):
+    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`), or None."""
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        node = node.child_by_field_name("declarator")
+    return node
+
+
+class Context:
+    def __init__(self, text: str, path: str):
+        self.path = path
+        self.tx = Text(text)
+        self.tree = parser().parse(self.tx.parse_data)
+        self.caps = captures(FILE_QUERY, self.tree.root_node)
+        funcs = sorted((n.start_byte, n.end_byte, n) for n in self.caps.get("function", ()))
+        self.func_starts = [f[0] for f in funcs]
+        self.funcs = funcs
+        self.env = Env()
+        self._fill_env()
+
+    # --- scopes --------------------------------------------------------------------------------
+
+    def function_at(self, byte: int):
+        """The innermost function definition containing `byte`, or None."""
+        i = bisect_right(self.func_starts, byte) - 1
+        for j in range(i, max(i - 8, -1), -1):      # nesting (a local class) is shallow
+            start, end, node = self.funcs[j]
+            if start <= byte < end:
+                return node
+        return None
+
+    def scope_of(self, byte: int) -> int | None:
+        f = self.function_at(byte)
+        return None if f is None else f.start_byte
+
+    def function_name(self, byte: int) -> str | None:
+        f = self.function_at(byte)
+        if f is None:
+            return None
+        name = declarator_name(f.child_by_field_name("declarator"))
+        if name is None:
+            d = f.child_by_field_name("declarator")
+            while d is not None and d.type == "function_declarator":
+                d = d.child_by_field_name("declarator")
+            name = d
+        if name is None:
+            return None
+        if name.parent is not None and name.parent.type == "qualified_identifier":
+            name = name.parent
+            while name.parent is not None and name.parent.type == "qualified_identifier":
+                name = name.parent
+        return b"".join(name.text.split()).decode("utf-8", "replace")
+
+    # --- the constant environment ---------------------------------------------------------------
+
+    def _fill_env(self):
+        env, caps = self.env, self.caps
+        for node in caps.get("def", ()):
+            name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if name is not None:
+                env.add_macro(name.text, value.text if value is not None else b"")
+        for node in caps.get("fdef", ()):
+            name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            params = node.child_by_field_name("parameters")
+            if name is not None and params is not None:
+                names = tuple(p.text for p in params.named_children if p.type == "identifier")
+                env.add_macro(name.text, value.text if value is not None else b"", names)
+        for node in caps.get("init", ()):
+            self._add_declaration(node)
+        for node in caps.get("member", ()):
+            quals = qualifiers(node)
+            name = declarator_name(node.child_by_field_name("declarator"))
+            if name is not None and quals & {b"const", b"constexpr"}:
+                qual = "::".join((*scopes_of(node), name.text.decode("utf-8", "replace")))
+                env.globals.setdefault(name.text, []).append(
+                    (qual, node.child_by_field_name("default_value")))
+        for node in caps.get("enums", ()):
+            enumerators = [c for c in node.named_children if c.type == "enumerator"]
+            for i, e in enumerate(enumerators):
+                name = e.child_by_field_name("name")
+                if name is not None:
+                    env.enums.setdefault(name.text, []).append((enumerators, i))
+        for node in caps.get("written", ()):
+            env.mutated.add((self.scope_of(node.start_byte), node.text))
+        for node in caps.get("field_written", ()):
+            var, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
+            if var is None or fld is None or var.type != "identifier":
+                continue
+            scope = self.scope_of(node.start_byte)
+            env.mutated.add((scope, var.text))
+            right = node.parent.child_by_field_name("right")
+            op = node.parent.child_by_field_name("operator")
+            if op is not None and op.text != b"=":
+                right = None
+            env.fields.setdefault((scope, var.text, fld.text), []).append(right)
+        for node in caps.get("struct", ()):
+            self._add_struct(node)
+
+    def _add_declaration(self, init):
+        decl = init.parent
+        if decl is None or decl.type not in ("declaration", "condition_clause"):
+            return
+        name = init.child_by_field_name("declarator")
+        if name is None or name.type != "identifier":
+            return
+        type_node = decl.child_by_field_name("type")
+        type_text = type_node.text if type_node is not None else b""
+        scope = self.scope_of(init.start_byte)
+        if scope is None:
+            if qualifiers(decl) & {b"const", b"constexpr"}:
+                qual = "::".join((*scopes_of(decl), name.text.decode("utf-8", "replace")))
+                self.env.globals.setdefault(name.text, []).append(
+                    (qual, init.child_by_field_name("value")))
+        else:
+            self.env.locals.setdefault((scope, name.text), []).append((type_text, init))
+
+    def _add_struct(self, node):
+        members = []
+        for f in node.child_by_field_name("body").named_children:
+            if f.type == "comment":
+                continue
+            if f.type != "field_declaration" or f.child_by_field_name("type") is None:
+                return
+            if b"static" in qualifiers(f) or f.child_by_field_name("declarator") is None:
+                if b"static" in qualifiers(f):
+                    continue
+                return
+            sa = types.size_align(f.child_by_field_name("type").text.decode("utf-8", "replace"),
+                                  self.env.structs)
+            if sa is None:
+                return
+            for d in f.children_by_field_name("declarator"):
+                count = 1
+                while d.type == "array_declarator":
+                    n = self.env.value(d.child_by_field_name("size"))
+                    if n is None:
+                        return
+                    count *= n
+                    d = d.child_by_field_name("declarator")
+                if d.type not in ("field_identifier", "identifier"):
+                    return
+                members.append((sa[0] * count, sa[1]))
+        if members:
+            name = node.child_by_field_name("name").text.decode("utf-8", "replace")
+            self.env.structs[name] = types.layout(members)

@@ -1,0 +1,64 @@
+"""The tree-sitter CUDA language, parsers and the queries, compiled once."""
+
+from __future__ import annotations
+
+import threading
+
+import tree_sitter_cuda
+from tree_sitter import Language, Parser, Query, QueryCursor
+
+LANGUAGE = Language(tree_sitter_cuda.language())
+_local = threading.local()
+
+API_CALLS = (
+    "cudaLaunchKernel", "cudaLaunchKernelEx", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+    "cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaOccupancyMaxPotentialBlockSize",
+    "cudaOccupancyMaxPotentialBlockSizeVariableSMem", "cudaOccupancyMaxPotentialBlockSizeWithFlags",
+    "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags",
+)
+
+# One pass over the file: everything the model and the constant evaluator need.
+FILE_QUERY = Query(LANGUAGE, f"""
+(preproc_def) @def
+(preproc_function_def) @fdef
+(init_declarator) @init
+(field_declaration default_value: (_)) @member
+(enumerator_list) @enums
+(assignment_expression left: (identifier) @written)
+(assignment_expression left: (field_expression) @field_written)
+(update_expression argument: (identifier) @written)
+(pointer_expression operator: "&" argument: (identifier) @written)
+(function_definition "__global__") @kernel
+(declaration "__global__") @kernel
+(field_declaration "__global__") @kernel
+(declaration (type_qualifier "__shared__")) @shared
+(call_expression (kernel_call_syntax)) @launch
+(call_expression function: (identifier) @api.fn
+  (#any-of? @api.fn {" ".join(f'"{n}"' for n in API_CALLS)})) @api
+(call_expression function: (qualified_identifier) @api.fn
+  (#any-of? @api.fn {" ".join(f'"::{n}"' for n in API_CALLS)})) @api
+(struct_specifier name: (type_identifier) body: (field_declaration_list)) @struct
+(function_definition body: (compound_statement)) @function
+""")
+
+# Inside one kernel body: subscripts, names, guards and loops for the shared-index analysis.
+BODY_QUERY = Query(LANGUAGE, """
+(subscript_expression argument: (identifier) @sub.base) @sub
+(identifier) @name
+""")
+
+
+def new_parser() -> Parser:
+    return Parser(LANGUAGE)
+
+
+def parser() -> Parser:
+    """One parser per thread (a Parser is not thread-safe)."""
+    p = getattr(_local, "parser", None)
+    if p is None:
+        p = _local.parser = new_parser()
+    return p
+
+
+def captures(query: Query, node) -> dict:
+    return QueryCursor(query).captures(node)

@@ -1,0 +1,160 @@
+"""`__global__` functions -> model.Kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from occlint.model import Kernel, LaunchBounds
+from occlint.source.context import Context, scopes_of
+
+
+@dataclass
+class TemplateParam:
+    name: bytes
+    is_type: bool
+    default: object = None         # the default's node, if any
+
+
+@dataclass
+class KernelNode:
+    """A Kernel with the tree nodes that `specialize` re-evaluates."""
+
+    kernel: Kernel
+    node: object
+    body: object
+    tparams: list
+    bounds_args: list
+    blanked: dict                  # "maxnreg" / "cluster_dims" -> argument bytes
+
+
+def _template_params(node) -> list[TemplateParam]:
+    out = []
+    p = node.parent
+    if p is None or p.type != "template_declaration":
+        return out
+    plist = p.child_by_field_name("parameters")
+    for c in plist.named_children if plist is not None else ():
+        t = c.type
+        if t in ("parameter_declaration", "optional_parameter_declaration",
+                 "variadic_parameter_declaration"):
+            d = c.child_by_field_name("declarator")
+            while d is not None and d.type not in ("identifier",):
+                d = d.child_by_field_name("declarator") if d.named_child_count else None
+            if d is not None:
+                out.append(TemplateParam(d.text, False, c.child_by_field_name("default_value")))
+        elif t in ("type_parameter_declaration", "optional_type_parameter_declaration",
+                   "variadic_type_parameter_declaration", "template_template_parameter_declaration"):
+            name = c.child_by_field_name("name")
+            if name is None:
+                name = next((x for x in c.named_children if x.type == "type_identifier"), None)
+            if name is not None:
+                out.append(TemplateParam(name.text, True, c.child_by_field_name("default_type")))
+    return out
+
+
+def _name(declarator):
+    """(name node, qualifier prefix) of a function declarator's name."""
+    prefix = []
+    d = declarator
+    while d is not None:
+        if d.type == "qualified_identifier":
+            scope = d.child_by_field_name("scope")
+            if scope is not None:
+                prefix.append(b"".join(scope.text.split()).decode("utf-8", "replace"))
+            d = d.child_by_field_name("name")
+        elif d.type == "template_function":
+            d = d.child_by_field_name("name")
+        elif d.type in ("identifier", "field_identifier"):
+            return d, prefix
+        else:
+            return None, prefix
+    return None, prefix
+
+
+def _extern_c(node) -> bool:
+    p = node.parent
+    while p is not None:
+        if p.type == "linkage_specification":
+            v = p.child_by_field_name("value")
+            return v is not None and b'"C"' in v.text
+        p = p.parent
+    return False
+
+
+def kernel_nodes(ctx: Context) -> list[KernelNode]:
+    """All `__global__` functions, one per (qualified name, parameters): definitions win."""
+    tx, env = ctx.tx, ctx.env
+    seen: dict[tuple, int] = {}
+    out: list[KernelNode] = []
+    blanked = [b for b in tx.blanked if b[0] != "align"]
+    for node in sorted(ctx.caps.get("kernel", ()), key=lambda n: n.start_byte):
+        fdecl = node.child_by_field_name("declarator")
+        if fdecl is None or fdecl.type != "function_declarator":
+            continue
+        name_node, prefix = _name(fdecl.child_by_field_name("declarator"))
+        if name_node is None:
+            continue
+        name = name_node.text.decode("utf-8", "replace")
+        scopes = (*scopes_of(node), *prefix)
+        qualname = "::".join((*scopes, name))
+        plist = fdecl.child_by_field_name("parameters")
+        params = tuple(" ".join(tx.node_text(p).split()) for p in plist.named_children
+                       if p.type != "comment") if plist is not None else ()
+        tparams = _template_params(node)
+        bind_names = {t.name for t in tparams}
+        scope = None
+        lb_node = next((c for c in node.children if c.type == "launch_bounds"), None)
+        bounds_args, bounds = [], None
+        if lb_node is not None:
+            bounds_args = [c for c in lb_node.named_children if c.type != "comment"]
+            vals = [env.value(a, scope, _unbound(bind_names)) for a in bounds_args[:3]]
+            vals += [None] * (3 - len(vals))
+            bounds = LaunchBounds(vals[0], vals[1], vals[2], tx.node_text(lb_node),
+                                  tx.node_span(lb_node))
+        extras = {}
+        for kind, start, _end, args in blanked:     # __maxnreg__ / __cluster_dims__ before the name
+            if node.start_byte <= start < fdecl.start_byte:
+                extras[kind] = args
+        maxnreg = None
+        if "maxnreg" in extras:
+            maxnreg = env.text_value(extras["maxnreg"], None, _unbound(bind_names))
+        cluster = None
+        if "cluster_dims" in extras:
+            cluster = tuple(env.text_value(a, None, _unbound(bind_names))
+                            for a in _split_args(extras["cluster_dims"]))
+        body = node.child_by_field_name("body") if node.type == "function_definition" else None
+        pos = fdecl.start_byte
+        kernel = Kernel(
+            name=name, qualname=qualname, path=ctx.path,
+            span=tx.node_span(name_node), decl_span=tx.span(pos, pos), scopes=scopes,
+            template_params=tuple(t.name.decode("utf-8", "replace") for t in tparams),
+            params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
+            extern_c=_extern_c(node), is_definition=body is not None,
+        )
+        key = (qualname, tuple("".join(p.split()) for p in params))
+        kn = KernelNode(kernel, node, body, tparams, bounds_args, extras)
+        if key in seen:
+            if body is not None and out[seen[key]].body is None:
+                out[seen[key]] = kn           # a definition replaces a prototype
+            continue
+        seen[key] = len(out)
+        out.append(kn)
+    return out
+
+
+def _unbound(names) -> dict:
+    """Template parameter names bound to 'unknown' so that no global of that name is used."""
+    return {n: "" for n in names}
+
+
+def _split_args(text: bytes) -> list[bytes]:
+    out, depth, cur = [], 0, b""
+    for ch in text.split(b","):
+        cur = ch if not cur else cur + b"," + ch
+        depth = cur.count(b"(") - cur.count(b")")
+        if depth <= 0:
+            out.append(cur)
+            cur = b""
+    if cur:
+        out.append(cur)
+    return [a for a in (x.strip() for x in out) if a]

@@ -1,0 +1,251 @@
+"""Launch sites (`<<<...>>>`, cudaLaunchKernel*, cooperative) and cudaFuncSet* attribute calls."""
+
+from __future__ import annotations
+
+from occlint.model import AttributeCall, Dim3, Launch
+from occlint.source import types
+from occlint.source.context import Context
+
+_CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
+_CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
+             b"cudaSharedmemCarveoutMaxL1": 0}
+_OCCUPANCY = b"cudaOccupancyMaxPotentialBlockSize"
+
+
+def _args(node) -> list:
+    return [c for c in node.named_children if c.type != "comment"] if node is not None else []
+
+
+def unwrap_kernel_ref(node):
+    """`(void*)k`, `&k`, `reinterpret_cast<const void*>(&k<256>)` -> the `k<256>` node."""
+    for _ in range(10):
+        if node is None:
+            return None
+        t = node.type
+        if t == "cast_expression":
+            node = node.child_by_field_name("value")
+        elif t == "pointer_expression" and node.child_by_field_name("operator").text == b"&":
+            node = node.child_by_field_name("argument")
+        elif t == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        elif t == "call_expression":
+            fn = node.child_by_field_name("function")
+            name = fn.child_by_field_name("name") if fn is not None and \
+                fn.type == "template_function" else None
+            args = _args(node.child_by_field_name("arguments"))
+            if name is None or name.text not in _CASTS or len(args) != 1:
+                return None
+            node = args[0]
+        else:
+            return node
+    return None
+
+
+def callee_parts(node) -> tuple[str | None, list]:
+    """(name as written without template arguments, template argument nodes)."""
+    if node is None:
+        return None, []
+    t = node.type
+    if t in ("identifier", "field_identifier", "namespace_identifier", "type_identifier"):
+        return node.text.decode("utf-8", "replace"), []
+    if t == "template_function":
+        name, _ = callee_parts(node.child_by_field_name("name"))
+        return name, _args(node.child_by_field_name("arguments"))
+    if t == "qualified_identifier":
+        scope = node.child_by_field_name("scope")
+        name, targs = callee_parts(node.child_by_field_name("name"))
+        if name is None:
+            return None, []
+        prefix = b"".join(scope.text.split()).decode("utf-8", "replace") if scope is not None else ""
+        return f"{prefix}::{name}", targs
+    return None, []
+
+
+class LaunchReader:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.env = ctx.env
+        self.runtime: set[tuple[int | None, bytes]] = set()   # block variables chosen at run time
+        for call in ctx.caps.get("api", ()):
+            fn = call.child_by_field_name("function").text.lstrip(b":")
+            args = _args(call.child_by_field_name("arguments"))
+            if fn.startswith(_OCCUPANCY) and len(args) >= 2:
+                ref = args[1]
+                if ref.type == "pointer_expression":
+                    ref = ref.child_by_field_name("argument")
+                if ref is not None and ref.type == "identifier":
+                    self.runtime.add((ctx.scope_of(call.start_byte), ref.text))
+
+    # --- values --------------------------------------------------------------------------------
+
+    def dim3(self, node, scope, depth: int = 0) -> Dim3:
+        """Evaluate a grid or block expression."""
+        tx = self.ctx.tx
+        text = " ".join(tx.node_text(node).split()) if node is not None else ""
+        if node is None or depth > 8:
+            return Dim3(None, None, None, text)
+        t = node.type
+        if t == "parenthesized_expression" and node.named_child_count == 1:
+            return self._with_text(self.dim3(node.named_children[0], scope, depth + 1), text)
+        if t == "call_expression":
+            fn = node.child_by_field_name("function")
+            if fn is not None and b"".join(fn.text.split()) in (b"dim3", b"::dim3"):
+                return self._components(_args(node.child_by_field_name("arguments")), scope, text)
+        if t == "compound_literal_expression":
+            ty = node.child_by_field_name("type")
+            if ty is not None and ty.text == b"dim3":
+                return self._components(_args(node.child_by_field_name("value")), scope, text)
+            return Dim3(None, None, None, text)
+        if t == "initializer_list":
+            return self._components(_args(node), scope, text)
+        if t == "identifier" and scope is not None:
+            decls = self.env.locals.get((scope, node.text))
+            if decls and len(decls) == 1 and types.normalize(
+                    decls[0][0].decode("utf-8", "replace")) == "dim3":
+                if (scope, node.text) in self.env.mutated:
+                    return Dim3(None, None, None, text)
+                init = decls[0][1]
+                value = init.child_by_field_name("value")
+                if value is not None and value.type == "argument_list":
+                    return self._components(_args(value), scope, text)
+                return self._with_text(self.dim3(value, scope, depth + 1), text)
+        v = self.env.value(node, scope)
+        return Dim3(v, 1, 1, text)
+
+    def _components(self, args, scope, text) -> Dim3:
+        if not 1 <= len(args) <= 3:
+            return Dim3(None, None, None, text) if args else Dim3(1, 1, 1, text)
+        vals = [self.env.value(a, scope) for a in args] + [1] * (3 - len(args))
+        return Dim3(vals[0], vals[1], vals[2], text)
+
+    @staticmethod
+    def _with_text(d: Dim3, text: str) -> Dim3:
+        return Dim3(d.x, d.y, d.z, text)
+
+    def is_runtime(self, node, scope) -> bool:
+        if node is None or not self.runtime:
+            return False
+        if node.type == "identifier":
+            if (scope, node.text) in self.runtime:
+                return True
+            decls = self.env.locals.get((scope, node.text))
+            if decls and len(decls) == 1:
+                return self.is_runtime(decls[0][1].child_by_field_name("value"), scope)
+            return False
+        return any(self.is_runtime(c, scope) for c in node.named_children)
+
+    def smem(self, node, scope) -> int | None:
+        return 0 if node is None else self.env.value(node, scope)
+
+    def template_values(self, targs, scope) -> tuple:
+        return tuple(self.env.value(a, scope) for a in targs)
+
+    # --- records -------------------------------------------------------------------------------
+
+    def launch(self, callee_node, call, grid, block, smem, stream, kind, config=None,
+               args=()) -> Launch | None:
+        ctx, tx = self.ctx, self.ctx.tx
+        name, targs = callee_parts(callee_node)
+        if name is None:
+            return None
+        scope = ctx.scope_of(call.start_byte)
+        runtime = self.is_runtime(block, scope)
+        b = self.dim3(block, scope)
+        if runtime:
+            b = Dim3(None, None, None, b.text)
+        return Launch(
+            callee=name, path=ctx.path, span=tx.node_span(call),
+            grid=self.dim3(grid, scope), block=b, kind=kind,
+            template_args=tuple(" ".join(tx.node_text(a).split()) for a in targs),
+            template_values=self.template_values(targs, scope),
+            dynamic_smem=self.smem(smem, scope),
+            dynamic_smem_text=tx.node_text(smem) if smem is not None else "",
+            stream_text=tx.node_text(stream) if stream is not None else "",
+            config_span=tx.node_span(config) if config is not None else None,
+            arg_spans=tuple(tx.node_span(a) for a in args),
+            function=ctx.function_name(call.start_byte), runtime_block=runtime,
+        )
+
+    def chevrons(self) -> list[Launch]:
+        out = []
+        for call in self.ctx.caps.get("launch", ()):
+            config = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+            args = _args(config)
+            if not 2 <= len(args) <= 4:
+                continue
+            args4 = args + [None] * (4 - len(args))
+            launch = self.launch(call.child_by_field_name("function"), call, args4[0], args4[1],
+                                 args4[2], args4[3], "chevron", config, args)
+            if launch is not None:
+                out.append(launch)
+        return out
+
+    def api_calls(self) -> tuple[list[Launch], list[AttributeCall]]:
+        launches, attrs = [], []
+        for call in self.ctx.caps.get("api", ()):
+            fn = call.child_by_field_name("function").text.lstrip(b":")
+            args = _args(call.child_by_field_name("arguments"))
+            if fn in (b"cudaLaunchKernel", b"cudaLaunchCooperativeKernel") and len(args) >= 3:
+                kind = "cudaLaunchKernel" if fn == b"cudaLaunchKernel" else "cooperative"
+                a = args + [None] * (6 - len(args))
+                launch = self.launch(unwrap_kernel_ref(a[0]), call, a[1], a[2], a[4], a[5],
+                                     kind, None, [x for x in (a[1], a[2], a[4], a[5]) if x])
+            elif fn in (b"cudaLaunchKernelEx", b"cudaLaunchKernelExC") and len(args) >= 2:
+                launch = self._launch_ex(call, args)
+            elif (fn == b"cudaFuncSetAttribute" and len(args) == 3) or (fn == b"cudaFuncSetCacheConfig" and len(args) == 2):
+                launch = None
+                attrs.append(self._attribute(call, args))
+            else:
+                continue
+            if launch is not None:
+                launches.append(launch)
+        return launches, [a for a in attrs if a is not None]
+
+    def _launch_ex(self, call, args) -> Launch | None:
+        ctx = self.ctx
+        scope = ctx.scope_of(call.start_byte)
+        cfg = args[0]
+        if cfg.type == "pointer_expression":
+            cfg = cfg.child_by_field_name("argument")
+        if cfg is None or cfg.type != "identifier":
+            return None
+
+        def field(name: bytes):
+            values = self.env.fields.get((scope, cfg.text, name), [])
+            return values[0] if len(values) == 1 else None
+
+        grid, block, smem = field(b"gridDim"), field(b"blockDim"), field(b"dynamicSmemBytes")
+        launch = self.launch(unwrap_kernel_ref(args[1]), call, grid, block, smem, None,
+                             "cudaLaunchKernelEx", None, [x for x in (grid, block, smem) if x])
+        if launch is None:
+            return None
+        # a field never set (or set twice) is unknown, not a default
+        from dataclasses import replace
+        unknown = Dim3(None, None, None, "")
+        return replace(launch, grid=launch.grid if grid is not None else unknown,
+                       block=launch.block if block is not None else unknown,
+                       dynamic_smem=launch.dynamic_smem if smem is not None else None)
+
+    def _attribute(self, call, args) -> AttributeCall | None:
+        ctx, tx = self.ctx, self.ctx.tx
+        name, targs = callee_parts(unwrap_kernel_ref(args[0]))
+        if name is None:
+            return None
+        scope = ctx.scope_of(call.start_byte)
+        value_node = args[-1]
+        if len(args) == 2:
+            attribute = "CacheConfig"
+            value = value_node.text.decode("utf-8", "replace").split("::")[-1].strip()
+        else:
+            attribute = args[1].text.decode("utf-8", "replace").split("::")[-1].strip()
+            attribute = attribute.removeprefix("cudaFuncAttribute")
+            value = _CARVEOUT.get(value_node.text.strip())
+            if value is None:
+                value = self.env.value(value_node, scope)
+        return AttributeCall(
+            kernel=name, attribute=attribute, value=value,
+            value_text=" ".join(tx.node_text(value_node).split()), path=ctx.path,
+            span=tx.node_span(call), function=ctx.function_name(call.start_byte),
+            template_args=tuple(" ".join(tx.node_text(a).split()) for a in targs),
+            template_values=self.template_values(targs, scope),
+        )

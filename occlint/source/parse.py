@@ -1,0 +1,82 @@
+"""occlint.source.parse: one file's text -> model.SourceFile. Never raises."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from occlint.model import SourceFile
+from occlint.source.context import Context
+from occlint.source.kernels import kernel_nodes
+from occlint.source.launches import LaunchReader
+from occlint.source.shared import shared_nodes
+from occlint.source.text import decode
+
+_CACHE_SIZE = 16
+STRICT = False      # tests set this to see the exception instead of an empty result
+
+
+@dataclass
+class Parsed:
+    """A SourceFile with what `specialize` needs (the tree, the environment, kernel nodes)."""
+
+    sf: SourceFile
+    ctx: Context | None
+    kernels: list
+    shared: list
+
+
+_recent: OrderedDict[int, Parsed] = OrderedDict()
+
+
+def parse(text: str | bytes, path: str = "<input>") -> SourceFile:
+    """Kernels, shared declarations, launches and attribute calls found in `text`."""
+    return parse_full(text, path).sf
+
+
+def parse_full(text: str | bytes, path: str = "<input>") -> Parsed:
+    try:
+        decoded = decode(text)
+    except Exception:
+        decoded = ""
+    try:
+        parsed = _extract(decoded, path)
+    except Exception:
+        # a bug must not take the linter down on one odd file: report nothing for it
+        if STRICT:
+            raise
+        parsed = Parsed(SourceFile(path=path, text=decoded), None, [], [])
+    _recent[id(parsed.sf)] = parsed
+    while len(_recent) > _CACHE_SIZE:
+        _recent.popitem(last=False)
+    return parsed
+
+
+def parsed_for(sf: SourceFile) -> Parsed:
+    """The Parsed behind `sf` (re-parsed when it is no longer cached)."""
+    p = _recent.get(id(sf))
+    if p is not None and p.sf is sf:
+        return p
+    return parse_full(sf.text, sf.path)
+
+
+def _extract(text: str, path: str) -> Parsed:
+    ctx = Context(text, path)
+    kns = kernel_nodes(ctx)
+    kept = {kn.node.start_byte for kn in kns}
+    dropped = {n.start_byte for n in ctx.caps.get("kernel", ()) if n.start_byte not in kept}
+    by_start = {kn.node.start_byte: kn for kn in kns if kn.body is not None}
+    sns = shared_nodes(ctx, by_start, dropped)
+    from occlint.source.indices import attach_indices
+    sns = attach_indices(ctx, sns)
+    reader = LaunchReader(ctx)
+    launches = reader.chevrons()
+    api_launches, attributes = reader.api_calls()
+    launches = sorted(launches + api_launches, key=lambda x: x.span.start)
+    sf = SourceFile(
+        path=path, text=text, kernels=tuple(kn.kernel for kn in kns),
+        shared=tuple(sn.decl for sn in sns), launches=tuple(launches),
+        attributes=tuple(attributes),
+    )
+    return Parsed(sf, ctx, kns, sns)
+

@@ -1,0 +1,86 @@
+"""Decoded text, the bytes tree-sitter sees, and byte offsets -> model Spans.
+
+tree-sitter reports byte offsets; model objects hold 1-based lines, character columns and
+offsets into the decoded `str`. Lines end at `\\n` (a CRLF's `\\r` is the line's last character).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+from occlint.model import Span
+
+# CUDA spellings tree-sitter-cuda 0.21 does not parse; they are blanked out (same length) before
+# parsing and read back by regex.
+_BLANKED = re.compile(rb"__(maxnreg|cluster_dims|align)__\s*\(((?:[^()]|\([^()]*\))*)\)")
+
+
+def decode(data: str | bytes) -> str:
+    """UTF-8 with the BOM stripped and bad bytes replaced; lone surrogates become U+FFFD."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        text = bytes(data).decode("utf-8", errors="replace")
+    else:
+        text = str(data)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = re.sub("[\ud800-\udfff]", "\ufffd", text)   # one for one: offsets stay
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+class Text:
+    """The decoded text plus the UTF-8 bytes handed to tree-sitter."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.data = text.encode("utf-8")
+        self.ascii = len(self.data) == len(text)
+        self.line_bytes = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+        if self.ascii:
+            self.line_chars = self.line_bytes
+        else:
+            self.line_chars = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.blanked: list[tuple[str, int, int, bytes]] = []   # (kind, start, end, args)
+        self.parse_data = self._blank()
+
+    def _blank(self) -> bytes:
+        if b"__maxnreg__" not in self.data and b"__cluster_dims__" not in self.data \
+                and b"__align__" not in self.data:
+            return self.data
+        out = bytearray(self.data)
+        for m in _BLANKED.finditer(self.data):
+            self.blanked.append((m.group(1).decode(), m.start(), m.end(), m.group(2)))
+            for i in range(m.start(), m.end()):
+                if out[i] not in (10, 13):
+                    out[i] = 32
+        return bytes(out)
+
+    def char_offset(self, b: int) -> int:
+        if self.ascii:
+            return b
+        row = bisect_right(self.line_bytes, b) - 1
+        start = self.line_bytes[row]
+        return self.line_chars[row] + len(self.data[start:b].decode("utf-8", "replace"))
+
+    def position(self, b: int) -> tuple[int, int, int]:
+        """(line, column, char offset) for a byte offset; all 1-based but the offset."""
+        row = bisect_right(self.line_bytes, b) - 1
+        if self.ascii:
+            return row + 1, b - self.line_bytes[row] + 1, b
+        off = self.char_offset(b)
+        return row + 1, off - self.line_chars[row] + 1, off
+
+    def span(self, start: int, end: int) -> Span:
+        line, col, s = self.position(start)
+        end_line, end_col, e = self.position(end)
+        return Span(line, col, end_line, end_col, s, e)
+
+    def node_span(self, node) -> Span:
+        return self.span(node.start_byte, node.end_byte)
+
+    def slice(self, start: int, end: int) -> str:
+        return self.data[start:end].decode("utf-8", "replace")
+
+    def node_text(self, node) -> str:
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")

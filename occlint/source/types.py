@@ -1,0 +1,62 @@
+"""Sizes and alignments of the scalar and CUDA vector types (LP64, as nvcc on Linux)."""
+
+from __future__ import annotations
+
+import re
+
+_SCALARS = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1,
+    "short": 2, "short int": 2, "unsigned short": 2, "unsigned short int": 2, "int16_t": 2,
+    "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2,
+    "int": 4, "signed": 4, "signed int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4,
+    "uint32_t": 4, "float": 4, "__half2": 4, "half2": 4, "__nv_bfloat162": 4, "nv_bfloat162": 4,
+    "long": 8, "long int": 8, "unsigned long": 8, "unsigned long int": 8, "long long": 8,
+    "long long int": 8, "unsigned long long": 8, "unsigned long long int": 8, "int64_t": 8,
+    "uint64_t": 8, "size_t": 8, "ptrdiff_t": 8, "double": 8, "__nv_fp8_e4m3": 1,
+    "__nv_fp8_e5m2": 1,
+}
+
+# CUDA vector types: base -> element size; `<base>1..4`
+_VECTOR_BASES = {
+    "char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4, "float": 4,
+    "long": 8, "ulong": 8, "longlong": 8, "ulonglong": 8, "double": 8,
+}
+
+_QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename|__restrict__)\b|\bstd::|^::")
+
+
+def normalize(type_text: str) -> str:
+    """`const unsigned  int` -> `unsigned int`; `std::uint32_t` -> `uint32_t`."""
+    return " ".join(_QUALIFIERS.sub(" ", type_text).split())
+
+
+def size_align(type_text: str, structs: dict | None = None) -> tuple[int, int] | None:
+    """(size, alignment) of a type name, or None when not plainly known."""
+    name = normalize(type_text)
+    if name.endswith("*"):
+        return 8, 8
+    if name in _SCALARS:
+        s = _SCALARS[name]
+        return s, s
+    m = re.fullmatch(r"([a-z]+)([1-4])", name)
+    if m and m.group(1) in _VECTOR_BASES:
+        elem, n = _VECTOR_BASES[m.group(1)], int(m.group(2))
+        size = elem * n
+        return size, (min(size, 16) if n in (2, 4) else elem)
+    if structs and name in structs:
+        return structs[name]
+    return None
+
+
+def size_of(type_text: str, structs: dict | None = None) -> int | None:
+    sa = size_align(type_text, structs)
+    return sa[0] if sa else None
+
+
+def layout(fields: list[tuple[int, int]]) -> tuple[int, int]:
+    """C layout of (size, align) members: (size, align) of the struct."""
+    offset, align = 0, 1
+    for size, a in fields:
+        offset = (offset + a - 1) // a * a + size
+        align = max(align, a)
+    return (offset + align - 1) // align * align, align
