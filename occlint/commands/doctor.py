@@ -1,11 +1,68 @@
-"""`occlint doctor` (not implemented yet)."""
+"""`occlint doctor`: the nvcc, ptxas, host compiler, archs, cache and compile database in use."""
 
-from occlint.errors import OcclintError
+from __future__ import annotations
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("--nvcc", metavar="PATH", help="use this nvcc")
+    parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
+    parser.add_argument("--arch", action="append", metavar="SM",
+                        help="target arch, e.g. sm_90 (repeatable)")
 
 
-def run(args):
-    raise OcclintError("`occlint doctor` is not implemented yet")
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:g} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def load(args):
+    """The Config for `--config/--nvcc/--arch` (shared by doctor, clean and report)."""
+    from occlint.config import load_config
+
+    overrides = {}
+    if getattr(args, "nvcc", None):
+        overrides["nvcc"] = args.nvcc
+    if getattr(args, "arch", None):
+        overrides["arch"] = args.arch
+    return load_config(getattr(args, "config", None), overrides=overrides)
+
+
+def run(args) -> int:
+    from occlint.toolchain import archs_for, find_nvcc
+    from occlint.toolchain.cache import cache_dir, looks_like_cache, stats
+    from occlint.toolchain.flags import find_compile_commands, load_compile_commands
+
+    config = load(args)
+    cc_path = find_compile_commands(config)
+    entries = load_compile_commands(cc_path)
+    nvcc = find_nvcc(config, entries)
+    rows = []
+    if nvcc is None:
+        rows.append(("nvcc", "not found: pip install 'occlint[cuda]' (needs g++), or set `nvcc`"))
+    else:
+        rows += [
+            ("nvcc", f"{nvcc.path} ({nvcc.version}, found via {nvcc.found_by})"),
+            ("ptxas", nvcc.ptxas),
+            ("host compiler", f"{nvcc.host_compiler} ({nvcc.host_version})" if nvcc.host_compiler
+             else "not found: nvcc needs g++ on PATH"),
+            ("supported archs", " ".join(nvcc.archs) or "unknown"),
+        ]
+    source = "config" if config.arch else "compile_commands.json" if cc_path and entries else "default"
+    rows.append(("target archs", f"{' '.join(archs_for(config, entries))} ({source})"))
+    cache = cache_dir(config)
+    if config.no_cache:
+        rows.append(("cache", "disabled (no-cache)"))
+    elif looks_like_cache(cache):
+        count, size = stats(cache)
+        rows.append(("cache", f"{cache} ({count} entries, {_size(size)})"))
+    else:
+        rows.append(("cache", f"{cache} (empty)"))
+    rows.append(("compile_commands.json",
+                 f"{cc_path} ({len(entries)} entries)" if cc_path else "not found"))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0 if nvcc is not None and nvcc.host_compiler else 1

@@ -1,11 +1,104 @@
-"""`occlint nvcc` (not implemented yet)."""
+"""`occlint nvcc -- <nvcc command>`: a compiler launcher (CMAKE_CUDA_COMPILER_LAUNCHER, Make,
+Bazel). Runs the command unchanged (same output, exit code and object), then records the
+kernels' usage from the cubins in the object as `<object>.occlint.json`. An occlint problem is
+one warning on stderr; it never changes the compiler's exit code."""
 
-from occlint.errors import OcclintError
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="the real compiler command, after `--`")
 
 
-def run(args):
-    raise OcclintError("`occlint nvcc` is not implemented yet")
+_OUTPUT = ("-o", "--output-file")
+_VALUE_OPTS = {"-o", "--output-file", "-MF", "-MT", "-MQ", "-x", "-ccbin", "-I", "-D", "-U",
+               "-Xcompiler", "-Xptxas", "-Xcudafe", "-Xnvlink", "-isystem", "-include",
+               "--dependency-output", "--compiler-bindir", "-gencode", "-arch", "-code",
+               "--generate-code", "--gpu-architecture", "--options-file", "-optf"}
+_NO_OBJECT = {"-E", "-M", "-MM", "-ptx", "--ptx", "--preprocess", "-link", "-lib", "-dlink",
+              "--version", "-V", "--help", "-h", "--dryrun", "-dryrun", "--list-gpu-arch",
+              "--list-gpu-code"}
+
+
+def output_and_sources(cmd: list[str]) -> tuple[str | None, list[str]]:
+    """(object file, sources) of an nvcc compile command; object None when it makes none."""
+    args = cmd[1:]
+    out = None
+    sources = []
+    skip = False
+    compiles = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in _NO_OBJECT:
+            return None, []
+        if arg in ("-c", "--compile", "-dc", "--device-c", "-cubin", "--cubin", "-fatbin",
+                   "--fatbin"):
+            compiles = True
+        if arg in _OUTPUT and i + 1 < len(args):
+            out = args[i + 1]
+        elif arg.startswith(("-o=", "--output-file=")):
+            out = arg.split("=", 1)[1]
+        if arg in _VALUE_OPTS:
+            skip = True
+            continue
+        if not arg.startswith("-") and arg.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")):
+            sources.append(arg)
+    if not compiles or not sources:
+        return None, sources
+    if out is None and len(sources) == 1:
+        out = os.path.splitext(os.path.basename(sources[0]))[0] + ".o"
+    return out, sources
+
+
+def record(cmd: list[str]) -> str | None:
+    """Write the sidecar for a finished compile; returns its path, or None if nothing to record."""
+    from occlint.toolchain.cubin import LACKS, cubin_usage, object_cubins
+    from occlint.toolchain.sidecar import write_sidecar
+
+    obj, sources = output_and_sources(cmd)
+    if obj is None or not os.path.isfile(obj):
+        return None
+    with open(obj, "rb") as fh:
+        data = fh.read()
+    if data[:4] != b"\x7fELF" and data[:4] != b"\x50\xed\x55\xba":
+        return None
+    scan = object_cubins(data)
+    usages = []
+    for arch, cubin in scan.cubins:
+        usages.extend(cubin_usage(cubin, arch, unit=os.path.abspath(sources[0])))
+    path = write_sidecar(obj, sources, usages, LACKS, scan.compressed)
+    if scan.compressed:
+        print(f"occlint: warning: {obj}: compressed cubins for {', '.join(scan.compressed)} "
+              "skipped (install `zstandard` to read them)", file=sys.stderr)
+    return path
+
+
+def run(args) -> int:
+    from occlint.errors import OcclintError
+
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise OcclintError("usage: occlint nvcc -- <nvcc command...>")
+    try:
+        code = subprocess.call(cmd)
+    except OSError as exc:
+        print(f"occlint: error: cannot run {cmd[0]}: {exc}", file=sys.stderr)
+        return 127
+    if code != 0:
+        return code
+    try:
+        record(cmd)
+    except Exception as exc:  # never fail the build because of occlint
+        print(f"occlint: warning: kernel usage not recorded: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+    return code
