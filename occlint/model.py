@@ -69,6 +69,7 @@ class Index:
     thread_derived: bool            # threadIdx-based (aliases, offsets bounded by blockDim)
     axis: str | None = None         # "x" | "y" | "z" | "xyz" when thread_derived, else None
     dim: int = 0                    # which subscript of the array (0 = leftmost)
+    constant: int | None = None     # the value of a constant subscript (`smem[0]`), else None
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,153 @@
-"""`occlint kernels` (not implemented yet)."""
+"""`occlint kernels PATH...`: what the source model finds, as text or JSON records.
 
-from occlint.errors import OcclintError
+Each record is a dict with `kind` ("kernel", "shared", "launch", "attribute"), `path`, `line`,
+`column` and `name`; `records()` builds them, `format_record()` prints one. A kernel record may
+carry a `usage` mapping (arch -> compiler figures) added by a later step; it is printed as is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc")
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="CUDA files or directories (searched for .cu, .cuh, .cuhpp, .cu.inc)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of records")
 
 
-def run(args):
-    raise OcclintError("`occlint kernels` is not implemented yet")
+def discover(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(files, error lines): directories are searched, hidden directories skipped."""
+    files, errors = [], []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [os.path.join(root, n) for n in names if n.endswith(SUFFIXES)]
+            files += sorted(found)
+        elif os.path.isfile(p):
+            files.append(p)
+        else:
+            errors.append(f"no such file or directory: {p}")
+    return files, errors
+
+
+def _dims(d) -> list:
+    return [d.x, d.y, d.z]
+
+
+def records(sf) -> list[dict]:
+    """JSON-ready records for one parsed file, in source order within each kind."""
+    out = []
+    for k in sf.kernels:
+        lb = k.launch_bounds
+        out.append({
+            "kind": "kernel", "path": sf.path, "line": k.span.line, "column": k.span.column,
+            "name": k.name, "qualname": k.qualname,
+            "template_params": list(k.template_params),
+            "launch_bounds": None if lb is None else {
+                "max_threads": lb.max_threads, "min_blocks": lb.min_blocks,
+                "max_blocks_per_cluster": lb.max_blocks_per_cluster, "text": lb.text},
+            "maxnreg": k.maxnreg,
+            "cluster_dims": None if k.cluster_dims is None else list(k.cluster_dims),
+            "extern_c": k.extern_c, "is_definition": k.is_definition,
+        })
+    for s in sf.shared:
+        out.append({
+            "kind": "shared", "path": sf.path, "line": s.span.line, "column": s.span.column,
+            "name": s.name, "kernel": s.kernel, "element_type": s.element_type,
+            "dims": list(s.dims), "element_size": s.element_size, "bytes": s.size_bytes,
+            "extern": s.extern, "template_dependent": s.template_dependent,
+            "indices": [{"text": i.text, "line": i.span.line, "thread_derived": i.thread_derived,
+                         "axis": i.axis, "dim": i.dim} for i in s.indices],
+            "other_uses": s.other_uses,
+        })
+    for la in sf.launches:
+        out.append({
+            "kind": "launch", "path": sf.path, "line": la.span.line, "column": la.span.column,
+            "name": la.callee, "launch_kind": la.kind,
+            "block": la.block.total, "grid": la.grid.total, "dynamic_smem": la.dynamic_smem,
+            "block_dims": _dims(la.block), "grid_dims": _dims(la.grid),
+            "block_text": la.block.text, "grid_text": la.grid.text,
+            "dynamic_smem_text": la.dynamic_smem_text,
+            "template_args": list(la.template_args), "template_values": list(la.template_values),
+            "function": la.function, "runtime_block": la.runtime_block,
+        })
+    for a in sf.attributes:
+        out.append({
+            "kind": "attribute", "path": sf.path, "line": a.span.line, "column": a.span.column,
+            "name": a.kernel, "attribute": a.attribute, "value": a.value,
+            "value_text": a.value_text, "template_args": list(a.template_args),
+            "function": a.function,
+        })
+    out.sort(key=lambda r: (r["line"], r["column"]))
+    return out
+
+
+def _n(v) -> str:
+    return "?" if v is None else str(v)
+
+
+def format_record(r: dict) -> str:
+    where = f"{r['path']}:{r['line']}:{r['column']}:"
+    kind = r["kind"]
+    if kind == "kernel":
+        text = f"kernel {r['qualname']}"
+        if r["template_params"]:
+            text += f"<{', '.join(r['template_params'])}>"
+        lb = r["launch_bounds"]
+        if lb is not None:
+            vals = [lb["max_threads"], lb["min_blocks"], lb["max_blocks_per_cluster"]]
+            vals = vals[:lb["text"].count(",") + 1]
+            text += f" {lb['text']} = ({', '.join(_n(v) for v in vals)})"
+        if r["maxnreg"] is not None:
+            text += f" __maxnreg__({r['maxnreg']})"
+        if r["cluster_dims"] is not None:
+            text += f" __cluster_dims__({', '.join(_n(v) for v in r['cluster_dims'])})"
+        if not r["is_definition"]:
+            text += " (declaration)"
+        for arch, figures in sorted((r.get("usage") or {}).items()):
+            text += f"\n    {arch}: " + " ".join(f"{k}={v}" for k, v in figures.items())
+        return f"{where} {text}"
+    if kind == "shared":
+        shape = "".join(f"[{_n(d)}]" for d in r["dims"]) or ("[]" if r["extern"] else "")
+        size = "dynamic" if r["extern"] else f"{_n(r['bytes'])} bytes"
+        owner = f" in {r['kernel']}" if r["kernel"] else " at file scope"
+        return f"{where} shared {r['element_type']} {r['name']}{shape}: {size}{owner}"
+    if kind == "launch":
+        how = "<<<>>>" if r["launch_kind"] == "chevron" else r["launch_kind"]
+        block = "runtime" if r["runtime_block"] else _n(r["block"])
+        return (f"{where} launch {r['name']} {how} grid={_n(r['grid'])} block={block} "
+                f"smem={_n(r['dynamic_smem'])}  ({r['grid_text']}; {r['block_text']})")
+    return f"{where} attribute {r['name']} {r['attribute']} = {_n(r['value'])}"
+
+
+def run(args) -> int:
+    from occlint.source import parse
+
+    files, errors = discover(args.paths)
+    all_records = []
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            errors.append(f"cannot read {path}: {exc.strerror or exc}")
+            continue
+        recs = records(parse(data, path))
+        if args.json:
+            all_records += recs
+        else:
+            for r in recs:
+                print(format_record(r))
+    if args.json:
+        json.dump(all_records, sys.stdout, indent=1)
+        print()
+    for e in errors:
+        print(f"occlint: error: {e}", file=sys.stderr)
+    return 2 if errors else 0
