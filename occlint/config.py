@@ -1,12 +1,26 @@
 """Settings: `[tool.occlint]` in pyproject.toml, or occlint.toml / .occlint.toml.
 
-The Config dataclass is the contract every part reads. Loading, `extend`, validation with
-near-miss suggestions and CLI overrides live here too (issue: rules and configuration).
+The Config dataclass is the contract every part reads. `load_config` finds the closest file
+walking up from a path, follows `extend`, validates every key (a near-miss gets a "did you mean")
+and applies CLI overrides. Any problem is one `OcclintError` line naming the key and the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import os
+import re
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from occlint.errors import OcclintError
 
 
 @dataclass(frozen=True)
@@ -31,3 +45,263 @@ class Config:
     compile_timeout: float = 300.0
     root: str = "."                          # project root (where the config file lives)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+CONFIG_NAMES = (".occlint.toml", "occlint.toml", "pyproject.toml")   # precedence within one folder
+DEFAULT_ARCH = "sm_90"
+
+# kebab-case key -> kind; the field is the key with "-" -> "_"
+KEYS = {
+    "arch": "archs", "gpu": "str", "select": "codes", "extend-select": "codes",
+    "ignore": "codes", "per-file-ignores": "per-file", "exclude": "strs",
+    "min-occupancy": "fraction", "cliff-margin": "count", "nvcc": "path",
+    "nvcc-flags": "strs", "include-dirs": "paths", "defines": "strs",
+    "compile-commands": "path", "cache-dir": "path", "no-cache": "bool", "jobs": "count",
+    "compile-timeout": "seconds",
+}
+SPECIAL_KEYS = ("extend",)
+
+
+def find_config_file(start: str | os.PathLike | None = None) -> Path | None:
+    """The closest .occlint.toml, occlint.toml or pyproject.toml with [tool.occlint]."""
+    here = Path(start or os.getcwd()).resolve()
+    if here.is_file() or not here.exists():
+        here = here.parent
+    for folder in (here, *here.parents):
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if not candidate.is_file():
+                continue
+            if name != "pyproject.toml" or "occlint" in _read_toml(candidate).get("tool", {}):
+                return candidate
+    return None
+
+
+def project_root(start: str | os.PathLike | None = None) -> Path:
+    """Where the closest config file lives, else the closest folder with .git, else `start`."""
+    found = find_config_file(start)
+    if found:
+        return found.parent
+    here = Path(start or os.getcwd()).resolve()
+    if here.is_file() or not here.exists():
+        here = here.parent
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None,
+                overrides: dict | None = None) -> Config:
+    """Read `path` (or the closest config file from `start`), then apply `overrides`.
+
+    `overrides` uses kebab-case keys with values as in TOML (lists, strings, numbers).
+    """
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise OcclintError(f"config file not found: {path}")
+    else:
+        file = find_config_file(start)
+    values: dict = {}
+    if file is not None:
+        values = _load_chain(file.resolve(), ())
+        root = file.resolve().parent
+    else:
+        root = project_root(start)
+    for key, value in (overrides or {}).items():
+        values[key] = _check_value(key, value, "the command line", Path.cwd())
+    return _build(values, root)
+
+
+def config_from_table(table: dict, *, root: str | os.PathLike = ".", where: str = "settings") -> Config:
+    """A Config from an in-memory table with kebab-case keys (tests, the language server)."""
+    values = {key: _check_value(_check_key(key, where), value, where, Path(root).resolve())
+              for key, value in table.items() if key != "extend"}
+    return _build(values, Path(root).resolve())
+
+
+def parse_inline(text: str) -> dict:
+    """`--config "min-occupancy = 0.6"`: one TOML `key = value` pair."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise OcclintError(f"--config {text!r} is neither a file nor a TOML `key = value`: {exc}") from None
+
+
+def _read_toml(file: Path) -> dict:
+    try:
+        with open(file, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise OcclintError(f"cannot read {file}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise OcclintError(f"{file}: invalid TOML: {exc}") from None
+
+
+def _table(file: Path) -> dict:
+    data = _read_toml(file)
+    if file.name == "pyproject.toml":
+        data = data.get("tool", {}).get("occlint", {})
+        if not isinstance(data, dict):
+            raise OcclintError(f"{file}: [tool.occlint] must be a table")
+    return data
+
+
+def _load_chain(file: Path, seen: tuple[Path, ...]) -> dict:
+    if file in seen:
+        raise OcclintError(f"{file}: `extend` forms a cycle")
+    table = _table(file)
+    where = f"{file}" + (" [tool.occlint]" if file.name == "pyproject.toml" else "")
+    values: dict = {}
+    if "extend" in table:
+        base = table["extend"]
+        if not isinstance(base, str):
+            raise OcclintError(f"{where}: `extend` must be a path string")
+        base_file = (file.parent / os.path.expanduser(base)).resolve()
+        if not base_file.is_file():
+            raise OcclintError(f"{where}: `extend` names a missing file: {base}")
+        values = _load_chain(base_file, (*seen, file))
+    for key, value in table.items():
+        if key == "extend":
+            continue
+        values[_check_key(key, where)] = _check_value(key, value, where, file.parent)
+    return values
+
+
+def _check_key(key: str, where: str) -> str:
+    if key in KEYS:
+        return key
+    known = [*KEYS, *SPECIAL_KEYS]
+    hint = difflib.get_close_matches(key.replace("_", "-").lower(), known, n=1, cutoff=0.6)
+    suggestion = f"; did you mean `{hint[0]}`?" if hint else f"; known keys: {', '.join(sorted(known))}"
+    raise OcclintError(f"{where}: unknown key `{key}`{suggestion}")
+
+
+def _check_value(key: str, value, where: str, base: Path):
+    kind = KEYS[_check_key(key, where)]
+
+    def bad(expected: str):
+        return OcclintError(f"{where}: `{key}` must be {expected}, got {value!r}")
+
+    def strings(v) -> tuple[str, ...]:
+        if isinstance(v, str):
+            v = [s for s in re.split(r"[,\s]+", v) if s] if kind in ("codes", "archs") else [v]
+        if not isinstance(v, (list, tuple)) or not all(isinstance(s, str) for s in v):
+            raise bad("a list of strings")
+        return tuple(v)
+
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise bad("a string")
+        if key == "gpu":
+            return _check_gpu(value, where)
+        return value
+    if kind == "path":
+        if not isinstance(value, str) or not value:
+            raise bad("a path string")
+        expanded = os.path.expanduser(value)
+        if key == "nvcc" and os.sep not in expanded and "/" not in expanded:
+            return expanded        # a command name found on PATH
+        return str((base / expanded).resolve())
+    if kind == "paths":
+        return tuple(str((base / os.path.expanduser(p)).resolve()) for p in strings(value))
+    if kind == "strs":
+        return strings(value)
+    if kind == "codes":
+        return tuple(_check_code(c, key, where) for c in strings(value))
+    if kind == "archs":
+        return tuple(_check_arch(a, where) for a in strings(value))
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if kind == "count":
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "cliff-margin" else 1):
+            raise bad("a positive integer")
+        return value
+    if kind == "fraction":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number between 0 and 1")
+        value = float(value)
+        if value > 1 and value <= 100:
+            raise bad("a fraction between 0 and 1 (0.5, not 50)")
+        if not 0 <= value <= 1:
+            raise bad("a number between 0 and 1")
+        return value
+    if kind == "seconds":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise bad("a positive number of seconds")
+        return float(value)
+    if kind == "per-file":
+        if not isinstance(value, dict):
+            raise bad('a table of glob = ["CODE", ...]')
+        return tuple((glob, tuple(_check_code(c, key, where) for c in strings(codes)))
+                     for glob, codes in value.items())
+    raise AssertionError(kind)
+
+
+def _check_code(code: str, key: str, where: str) -> str:
+    from occlint import registry
+
+    code = code.strip().upper()
+    if code == "ALL":
+        return "OCC"
+    if any(c.startswith(code) for c in registry.RULES) and code.startswith("OCC"):
+        return code
+    hint = difflib.get_close_matches(code, list(registry.RULES), n=1, cutoff=0.6)
+    suggestion = f"; did you mean `{hint[0]}`?" if hint else "; see `occlint rules`"
+    raise OcclintError(f"{where}: `{key}` names unknown rule code `{code}`{suggestion}")
+
+
+def _check_arch(spec: str, where: str) -> str:
+    spec = spec.strip()
+    try:
+        from occlint import gpus
+    except ImportError:
+        gpus = None
+    if gpus is not None and hasattr(gpus, "arch_name"):
+        try:
+            return gpus.arch_name(spec)
+        except Exception:
+            pass
+    else:
+        m = re.fullmatch(r"(?:sm_|compute_)?(\d)\.?(\d)([af]?)", spec.lower())
+        if m:
+            return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
+    raise OcclintError(f"{where}: `arch` has unknown architecture `{spec}` (expected e.g. sm_90 or 8.6)")
+
+
+def _check_gpu(name: str, where: str) -> str:
+    try:
+        from occlint import gpus
+    except ImportError:
+        return name
+    try:
+        gpus.gpu(name)
+    except Exception:
+        known = list(getattr(gpus, "GPUS", {}) or [])
+        hint = difflib.get_close_matches(name.lower(), [k.lower() for k in known], n=1, cutoff=0.6)
+        suggestion = f"; did you mean `{hint[0]}`?" if hint else ""
+        raise OcclintError(f"{where}: `gpu` names unknown GPU `{name}`{suggestion}") from None
+    return name
+
+
+def _build(values: dict, root: Path) -> Config:
+    kwargs = {key.replace("-", "_"): value for key, value in values.items()}
+    names = {f.name for f in dataclasses.fields(Config)}
+    return Config(**{k: v for k, v in kwargs.items() if k in names}, root=str(root))
+
+
+def target_archs(config: Config) -> tuple[str, ...]:
+    """The archs to evaluate: configured ones, else the configured GPU's, else sm_90."""
+    if config.arch:
+        return config.arch
+    try:
+        from occlint import gpus
+        arch = getattr(gpus.gpu(config.gpu), "arch", None)
+        if arch:
+            return (gpus.arch_name(arch),)
+    except Exception:
+        pass
+    return (DEFAULT_ARCH,)

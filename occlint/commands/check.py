@@ -1,11 +1,171 @@
-"""`occlint check` (not implemented yet)."""
+"""`occlint check [PATHS]`: lint CUDA sources and build files, optionally fixing them."""
 
-from occlint.errors import OcclintError
+from __future__ import annotations
+
+import argparse
+
+FORMATS_HELP = "output format (full, concise, json, ...); default: full"
 
 
-def add_arguments(parser):
-    pass
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def run(args):
-    raise OcclintError("`occlint check` is not implemented yet")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the project root)")
+    parser.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
+    parser.add_argument("--no-fix", dest="fix", action="store_false", help="do not apply fixes")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply (or show) unsafe fixes")
+    parser.add_argument("--diff", action="store_true", help="print fixes as a unified diff; write nothing")
+    parser.add_argument("--select", type=_csv, metavar="CODES", help="rule codes or prefixes to enable (replaces the config)")
+    parser.add_argument("--extend-select", type=_csv, metavar="CODES", help="rule codes or prefixes to enable in addition")
+    parser.add_argument("--ignore", type=_csv, metavar="CODES", help="rule codes or prefixes to disable")
+    parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    parser.add_argument("--arch", action="append", type=_csv, metavar="ARCHS", help="target archs, e.g. sm_80,sm_90")
+    parser.add_argument("--gpu", metavar="NAME", help="GPU for SM counts (default: h100)")
+    parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
+    parser.add_argument("--config", metavar="FILE", help="config file, or an inline `key = value`")
+    parser.add_argument("--output-format", default="full", metavar="FORMAT", help=FORMATS_HELP)
+    parser.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel compiles")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
+
+
+def load(args):
+    """The Config for these arguments: the file (or the closest one), then the flags."""
+    import dataclasses
+    import os
+
+    from occlint.config import load_config, parse_inline
+
+    overrides: dict = {}
+    config_file = None
+    if args.config:
+        if os.path.isfile(args.config) or "=" not in args.config:
+            config_file = args.config
+        else:
+            overrides.update(parse_inline(args.config))
+    if args.arch:
+        overrides["arch"] = [a for group in args.arch for a in group]
+    if args.gpu:
+        overrides["gpu"] = args.gpu
+    if args.min_occupancy is not None:
+        overrides["min-occupancy"] = args.min_occupancy
+    if args.select is not None:
+        overrides["select"] = args.select
+    if getattr(args, "jobs", None) is not None:
+        overrides["jobs"] = args.jobs
+    start = args.paths[0] if args.paths else None
+    config = load_config(config_file, start=start, overrides=overrides)
+    extend = load_config(None, start=start, overrides={"extend-select": args.extend_select or [],
+                                                        "ignore": args.ignore or []})
+    return dataclasses.replace(
+        config,
+        extend_select=config.extend_select + extend.extend_select,
+        ignore=config.ignore + extend.ignore,
+        no_cache=config.no_cache or bool(getattr(args, "no_cache", False)),
+    )
+
+
+def run(args) -> int:
+    import sys
+
+    from occlint import fix as fixing
+    from occlint.emit import EMITTERS, TEXT_FORMATS
+    from occlint.engine import lint_paths
+    from occlint.errors import OcclintError
+
+    if args.output_format not in EMITTERS:
+        raise OcclintError(f"unknown output format `{args.output_format}`; choose one of {', '.join(EMITTERS)}")
+    config = load(args)
+    result = lint_paths(args.paths, config, jobs=config.jobs)
+    for notice in result.notices:
+        print(f"occlint: notice: {notice}", file=sys.stderr)
+    for error in result.errors:
+        print(f"occlint: error: {error}", file=sys.stderr)
+
+    findings = result.findings
+    fixed_count = 0
+    if args.diff or args.fix:
+        by_file: dict[str, list] = {}
+        for f in findings:
+            by_file.setdefault(f.path, []).append(f)
+        remaining, diffs = [], []
+        for path, file_findings in by_file.items():
+            text = result.sources.get(path)
+            if text is None:
+                remaining.extend(file_findings)
+                continue
+            new_text, applied = fixing.apply_fixes(text, file_findings, unsafe=args.unsafe_fixes)
+            done = {id(f) for f in applied}
+            remaining.extend(f for f in file_findings if id(f) not in done)
+            if new_text == text:
+                continue
+            fixed_count += len(applied)
+            if args.diff:
+                diffs.append(fixing.unified_diff(path, text, new_text))
+            else:
+                _write(path, new_text)
+        if args.diff:
+            sys.stdout.write("".join(diffs))
+            if fixed_count:
+                print(f"\nWould fix {fixed_count} finding{'s' * (fixed_count != 1)}.", file=sys.stderr)
+            return 1 if fixed_count and not args.exit_zero else 0
+        findings = sorted(remaining, key=lambda f: (f.path, f.span.line, f.span.column, f.code))
+
+    out = EMITTERS[args.output_format](findings, root=config.root, sources=result.sources)
+    sys.stdout.write(out)
+    if args.statistics:
+        sys.stdout.write(_statistics(findings))
+    if args.output_format in TEXT_FORMATS:
+        sys.stdout.write(_summary(findings, fixed_count, args.unsafe_fixes))
+    if result.errors:
+        return 2
+    return 1 if findings and not args.exit_zero else 0
+
+
+def _write(path: str, text: str) -> None:
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".occlint-fix-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _statistics(findings) -> str:
+    from collections import Counter
+
+    counts = Counter(f.code for f in findings)
+    names = {f.code: f.name for f in findings}
+    fixable = {f.code for f in findings if f.fix is not None and f.fix.applicability == "safe"}
+    lines = [f"{n:>5}\t{code}\t{'[*] ' if code in fixable else ''}{names[code]}"
+             for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _summary(findings, fixed: int, unsafe: bool) -> str:
+    n = len(findings)
+    lines = []
+    if fixed:
+        lines.append(f"Fixed {fixed} finding{'s' * (fixed != 1)}.")
+    if not n:
+        if not fixed:
+            lines.append("All checks passed!")
+        return "\n".join(lines) + "\n"
+    lines.append(f"Found {n} finding{'s' * (n != 1)}.")
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "safe")
+    hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
+    if safe:
+        lines.append(f"[*] {safe} fixable with the `--fix` option"
+                     + (f" ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option)." if hidden and not unsafe else "."))
+    elif hidden:
+        lines.append(f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option).")
+    return "\n".join(lines) + "\n"

@@ -1,11 +1,15 @@
-"""`occlint fix` (not implemented yet)."""
+"""`occlint fix [PATHS]`: the same as `occlint check --fix`."""
 
-from occlint.errors import OcclintError
+from __future__ import annotations
 
-
-def add_arguments(parser):
-    pass
+from occlint.commands import check
 
 
-def run(args):
-    raise OcclintError("`occlint fix` is not implemented yet")
+def add_arguments(parser) -> None:
+    check.add_arguments(parser)
+
+
+def run(args) -> int:
+    if not args.diff and args.fix is not False:
+        args.fix = True
+    return check.run(args)

@@ -1,0 +1,202 @@
+"""OCC040: find `-maxrregcount` in build files.
+
+CMake files and Makefiles are scanned as text with `#` comments removed; setup.py is parsed with
+libcst (string literals, so comments and docstrings never match); pyproject.toml and
+compile_commands.json are parsed as data and located back in the text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+from occlint.model import Span
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FLAG = re.compile(r"(?<![\w-])--?maxrregcount(?:\s*=\s*|\s+)?(\d+)?")
+BUILD_NAMES = ("CMakeLists.txt", "Makefile", "makefile", "GNUmakefile", "setup.py",
+               "pyproject.toml", "compile_commands.json")
+BUILD_SUFFIXES = (".cmake", ".mk")
+
+
+@dataclass(frozen=True)
+class FlagHit:
+    span: Span
+    flag: str          # as written: "-maxrregcount=32"
+    value: int | None
+    kind: str          # cmake | make | setup.py | pyproject | compile_commands
+
+
+def is_build_file(path: str) -> bool:
+    name = os.path.basename(path)
+    return name in BUILD_NAMES or name.endswith(BUILD_SUFFIXES)
+
+
+def kind_of(path: str) -> str:
+    name = os.path.basename(path)
+    if name == "CMakeLists.txt" or name.endswith(".cmake"):
+        return "cmake"
+    if name == "setup.py":
+        return "setup.py"
+    if name == "pyproject.toml":
+        return "pyproject"
+    if name == "compile_commands.json":
+        return "compile_commands"
+    return "make"
+
+
+def scan(text: str, path: str) -> list[FlagHit]:
+    return SCANNERS[kind_of(path)](text)
+
+
+def _span(text: str, start: int, end: int) -> Span:
+    from occlint.fix import make_span
+    return make_span(text, start, end)
+
+
+def _hit(text: str, m: re.Match, kind: str, base: int = 0) -> FlagHit:
+    flag = m.group(0).rstrip()
+    start, end = base + m.start(), base + m.start() + len(flag)
+    return FlagHit(_span(text, start, end), flag, int(m.group(1)) if m.group(1) else None, kind)
+
+
+def _strip_hash_comments(line: str) -> str:
+    """The line up to a `#` that is outside double quotes (CMake and make comments)."""
+    quoted = False
+    for i, ch in enumerate(line):
+        if ch == '"' and (i == 0 or line[i - 1] != "\\"):
+            quoted = not quoted
+        elif ch == "#" and not quoted and (i == 0 or line[i - 1] != "\\"):
+            return line[:i]
+    return line
+
+
+def _scan_hash_text(text: str, kind: str) -> list[FlagHit]:
+    hits, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        code = _strip_hash_comments(line)
+        if kind == "cmake":
+            code = re.sub(r"#\[(=*)\[.*", "", code)
+        for m in FLAG.finditer(code):
+            hits.append(_hit(text, m, kind, offset))
+        offset += len(line)
+    return hits
+
+
+def scan_cmake(text: str) -> list[FlagHit]:
+    # drop bracket comments #[[ ... ]] (keeping offsets) before the line scan
+    masked = re.sub(r"#\[(=*)\[.*?\]\1\]", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    return [FlagHit(h.span, h.flag, h.value, h.kind) for h in _scan_hash_text(masked, "cmake")]
+
+
+def scan_make(text: str) -> list[FlagHit]:
+    return _scan_hash_text(text, "make")
+
+
+def scan_setup_py(text: str) -> list[FlagHit]:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(text))
+    except Exception:
+        return []
+    positions = wrapper.resolve(PositionProvider)
+    line_starts = [0]
+    for line in text.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+    hits: list[FlagHit] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            if "maxrregcount" not in node.value:
+                return
+            pos = positions[node]
+            start = line_starts[pos.start.line - 1] + pos.start.column
+            raw = node.value
+            for m in FLAG.finditer(raw):
+                value = m.group(1)
+                flag = m.group(0).rstrip()
+                if value is None:
+                    value = _next_string_number(node, wrapper)
+                hits.append(FlagHit(_span(text, start + m.start(), start + m.start() + len(flag)),
+                                    flag, int(value) if value else None, "setup.py"))
+
+    wrapper.visit(Visitor())
+    return hits
+
+
+def _next_string_number(node, wrapper) -> str | None:
+    """For `["-maxrregcount", "32"]`: the next list element when it is a number string."""
+    import libcst as cst
+    from libcst.metadata import ParentNodeProvider
+
+    parents = wrapper.resolve(ParentNodeProvider)
+    element = parents.get(node)
+    container = parents.get(element) if element is not None else None
+    if isinstance(container, cst.List):
+        items = list(container.elements)
+        for i, item in enumerate(items[:-1]):
+            if item.value is node and isinstance(items[i + 1].value, cst.SimpleString):
+                nxt = items[i + 1].value.value.strip("'\"")
+                return nxt if nxt.isdigit() else None
+    return None
+
+
+def _strings(data) -> list[str]:
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for v in data.values() for s in _strings(v)]
+    if isinstance(data, list):
+        return [s for v in data for s in _strings(v)]
+    return []
+
+
+def _locate(text: str, strings: list[str], kind: str) -> list[FlagHit]:
+    """Find each flag from parsed string values in the raw text, outside comments."""
+    wanted = {m.group(0).rstrip() for s in strings for m in FLAG.finditer(s)}
+    hits, offset = [], 0
+    seen: set[str] = set()
+    for line in text.splitlines(keepends=True):
+        code = _strip_hash_comments(line) if kind == "pyproject" else line
+        for m in FLAG.finditer(code):
+            flag = m.group(0).rstrip()
+            if flag in wanted and not (kind == "compile_commands" and flag in seen):
+                seen.add(flag)
+                hits.append(_hit(text, m, kind, offset))
+        offset += len(line)
+    return hits
+
+
+def scan_pyproject(text: str) -> list[FlagHit]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    return _locate(text, _strings(data), "pyproject")
+
+
+def scan_compile_commands(text: str) -> list[FlagHit]:
+    """One finding per distinct flag (a compile database repeats it for every file)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    return _locate(text, _strings(data), "compile_commands")
+
+
+SCANNERS = {
+    "cmake": scan_cmake,
+    "make": scan_make,
+    "setup.py": scan_setup_py,
+    "pyproject": scan_pyproject,
+    "compile_commands": scan_compile_commands,
+}

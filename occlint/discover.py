@@ -1,0 +1,138 @@
+"""Which files to lint: CUDA sources and build files under the given paths.
+
+Folders are walked in sorted order; hidden folders, common tool folders, `.gitignore` patterns
+(from the root down to each folder) and `exclude` globs are skipped. A file named explicitly is
+always linted unless `exclude` matches it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+from occlint.buildfiles import is_build_file
+from occlint.errors import OcclintError
+
+CUDA_SUFFIXES = (".cu", ".cuh")
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
+             ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+
+
+def is_cuda(path: str) -> bool:
+    return path.endswith(CUDA_SUFFIXES)
+
+
+class GitIgnore:
+    """The common subset of .gitignore: globs, `/` anchors, trailing `/` for folders, `!`."""
+
+    def __init__(self):
+        self.rules: list[tuple[str, str, bool, bool]] = []   # (base, pattern, negate, dir_only)
+
+    def add_file(self, folder: str) -> None:
+        file = os.path.join(folder, ".gitignore")
+        try:
+            with open(file, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return
+        for raw in lines:
+            line = raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            line = line[1:] if negate else line
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            self.rules.append((folder, line, negate, dir_only))
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        result = False
+        for base, pattern, negate, dir_only in self.rules:
+            if dir_only and not is_dir:
+                continue
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            if rel.startswith(".."):
+                continue
+            if "/" in pattern.lstrip("/"):
+                hit = fnmatch.fnmatch(rel, pattern.lstrip("/")) or \
+                    (pattern.startswith("**/") and fnmatch.fnmatch(rel, pattern[3:]))
+            elif pattern.startswith("/"):
+                hit = fnmatch.fnmatch(rel, pattern[1:])
+            else:
+                hit = fnmatch.fnmatch(os.path.basename(path), pattern)
+            if hit:
+                result = not negate
+        return result
+
+
+def excluded(path: str, config) -> bool:
+    if not config.exclude:
+        return False
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full, os.path.abspath(config.root)).replace(os.sep, "/")
+    parts = rel.split("/")
+    for pattern in config.exclude:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(full, pattern) \
+                or any(fnmatch.fnmatch(p, pattern) for p in parts) \
+                or fnmatch.fnmatch(rel, pattern + "/*"):
+            return True
+    return False
+
+
+def _wanted(path: str) -> str | None:
+    if is_cuda(path):
+        return "cuda"
+    if is_build_file(path):
+        return "build"
+    return None
+
+
+def discover(paths, config) -> tuple[list[str], list[str]]:
+    """(CUDA sources, build files) under `paths` (default: the project root)."""
+    paths = list(paths) or [config.root]
+    cuda: list[str] = []
+    builds: list[str] = []
+    seen: set[str] = set()
+
+    def add(path: str, kind: str) -> None:
+        key = os.path.realpath(path)
+        if key in seen:
+            return
+        seen.add(key)
+        (cuda if kind == "cuda" else builds).append(path)
+
+    for given in paths:
+        if not os.path.exists(given):
+            raise OcclintError(f"{given}: no such file or directory")
+        if os.path.isfile(given):
+            if not excluded(given, config):
+                add(given, _wanted(given) or "cuda")
+            continue
+        ignore = GitIgnore()
+        root = Path(os.path.abspath(given))
+        chain = [p for p in (*reversed(root.parents), root)
+                 if (p / ".git").exists() or p == root or _inside(p, config.root)]
+        for folder in chain:
+            ignore.add_file(str(folder))
+        for folder, dirs, files in os.walk(given):
+            if folder != given:
+                ignore.add_file(folder)
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
+                             and not ignore.ignored(os.path.join(folder, d), True)
+                             and not excluded(os.path.join(folder, d), config))
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                kind = _wanted(path)
+                if kind and not ignore.ignored(path, False) and not excluded(path, config):
+                    add(os.path.normpath(path), kind)
+    return cuda, builds
+
+
+def _inside(folder: Path, root: str) -> bool:
+    try:
+        folder.relative_to(Path(root).resolve())
+        return True
+    except ValueError:
+        return False

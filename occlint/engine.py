@@ -1,0 +1,227 @@
+"""The linter: `lint_source` (pure: text, usage, config in; Findings out) and `lint_paths` (I/O).
+
+`lint_source` never spawns nvcc or touches the disk, so the CLI, the tests and the language
+server all call the same function. `lint_paths` discovers files, reads them, asks the toolchain
+for usage once for all sources, scans build files for OCC040 and lints every file.
+
+Findings from several target archs are reported one per arch (each carries its `arch`);
+arch-independent rules (block shape, grid, build files) report once with `arch` None.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from occlint import checks, registry
+from occlint.config import Config, target_archs
+from occlint.errors import OcclintError
+from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
+
+_FILE_NOQA = re.compile(r"//\s*occlint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?", re.I)
+_LINE_NOQA = re.compile(r"(?://|/\*)\s*noqa\b(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.I)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)          # every file linted
+    notices: list[str] = field(default_factory=list)        # e.g. "nvcc not found: ..."
+    errors: list[str] = field(default_factory=list)         # files that could not be read
+    sources: dict[str, str] = field(default_factory=dict)   # path -> text (for emitters, --fix)
+
+
+# --- suppression -----------------------------------------------------------------------------------
+
+
+def _codes(text: str | None) -> frozenset[str] | None:
+    if not text:
+        return None                                      # bare: every code
+    return frozenset(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
+
+
+def noqa_map(text: str) -> tuple[frozenset[str] | bool | None, dict[int, frozenset[str] | None]]:
+    """(file-level codes, {line: codes}); codes None = everything, False = no file-level noqa."""
+    file_level: frozenset[str] | bool | None = False
+    lines: dict[int, frozenset[str] | None] = {}
+    if "noqa" not in text.lower():
+        return file_level, lines
+    for number, line in enumerate(text.splitlines(), 1):
+        if "noqa" not in line.lower():
+            continue
+        m = _FILE_NOQA.search(line)
+        if m:
+            codes = _codes(m.group("codes"))
+            if codes is None or file_level is None:
+                file_level = None
+            else:
+                file_level = (file_level or frozenset()) | codes
+            continue
+        m = _LINE_NOQA.search(line)
+        if m:
+            lines[number] = _codes(m.group("codes"))
+    return file_level, lines
+
+
+def _silenced(code: str, codes: frozenset[str] | None) -> bool:
+    return codes is None or any(code.startswith(c) for c in codes)
+
+
+def suppressed(code: str, lines: Sequence[int], noqa) -> bool:
+    file_level, by_line = noqa
+    if file_level is not False and _silenced(code, file_level):
+        return True
+    return any(line in by_line and _silenced(code, by_line[line]) for line in lines)
+
+
+# --- findings --------------------------------------------------------------------------------------
+
+
+def to_finding(hit: checks.Hit, path: str) -> Finding:
+    rule = registry.RULES[hit.code]
+    fix = None
+    if hit.fix is not None and hit.fix.edits:
+        title = registry.render_fix_title(hit.code, hit.fix.variant, **hit.fix.values)
+        fix = Fix(title, tuple(hit.fix.edits), hit.fix.applicability)
+    data = {k: (float(v) if isinstance(v, float) else v) for k, v in hit.values.items()}
+    return Finding(code=hit.code, name=rule.name, message=registry.render(hit.code, hit.variant, **hit.values),
+                   path=path, span=hit.span, severity=rule.severity, fix=fix, arch=hit.arch,
+                   kernel=hit.kernel, url=rule.url, data=data)
+
+
+def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
+    """Hits -> Findings, minus suppressions, sorted by (line, column, code, arch)."""
+    noqa = noqa_map(text)
+    findings = [to_finding(h, path) for h in hits
+                if not suppressed(h.code, (h.span.line, *h.noqa_lines), noqa)]
+    findings.sort(key=lambda f: (f.span.line, f.span.column, f.code, f.arch or ""))
+    return findings
+
+
+def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
+                source: SourceFile | None = None, compile_errors: Sequence[CompileError] = ()) -> list[Finding]:
+    """Lint one CUDA source: pure, no I/O. Findings sorted, suppressions applied, fixes attached."""
+    if source is None:
+        from occlint.source import parse
+        source = parse(text, path)
+    archs = config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
+    facts = checks.build_facts(source, usage, config, archs, compile_errors)
+    hits: list[checks.Hit] = []
+    for code, fn in checks.CHECKS.items():
+        if registry.is_enabled(code, config, path):
+            hits.extend(fn(facts))
+    return finalize(hits, text, path)
+
+
+def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
+    """OCC040 for one build file (CMake, Makefile, setup.py, pyproject.toml, compile_commands)."""
+    if not registry.is_enabled("OCC040", config, path):
+        return []
+    from occlint import buildfiles
+    hits = [checks.Hit("OCC040", hit.span, {"flag": hit.flag, "regs": hit.value, "file": os.path.basename(path),
+                                            "kind": hit.kind}, "message", None, None, None, ())
+            for hit in buildfiles.scan(text, path)]
+    return finalize(hits, text, path)
+
+
+# --- paths -----------------------------------------------------------------------------------------
+
+
+def read_text(path: str) -> str:
+    """Decode a file as UTF-8 (a BOM is dropped); OcclintError with one clear line otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig").replace("\r\n", "\n")
+    except UnicodeDecodeError as exc:
+        raise OcclintError(f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                           f"{exc.start}); file skipped") from None
+
+
+def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
+    for key in (path, os.path.abspath(path), os.path.realpath(path)):
+        if key in usage:
+            return list(usage[key])
+    return []
+
+
+def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequence[Usage]] | None = None,
+               jobs: int | None = None) -> LintResult:
+    """Discover, read, compile (when `usage` is None) and lint every file under `paths`."""
+    from occlint.discover import discover
+
+    result = LintResult()
+    sources, builds = discover(paths, config)
+    texts: dict[str, str] = {}
+    for path in [*sources, *builds]:
+        try:
+            texts[path] = read_text(path)
+        except OcclintError as exc:
+            result.errors.append(str(exc))
+    cuda = [p for p in sources if p in texts]
+    errors_by_file: dict[str, list[CompileError]] = {}
+    if usage is None:
+        usage, report_errors = _collect(cuda, config, jobs, result)
+        for err in report_errors:
+            errors_by_file.setdefault(_match_path(err.path, err.unit, cuda), []).append(err)
+    if not config.arch:
+        config = _with_archs(config, usage)
+    all_usage = [u for us in usage.values() for u in us]
+    for path in cuda:
+        file_usage = _lookup(usage, path)
+        if not file_usage and path.endswith((".cuh", ".h", ".hpp")):
+            file_usage = all_usage
+        result.findings.extend(lint_source(texts[path], path, file_usage, config,
+                                           compile_errors=errors_by_file.get(path, ())))
+        result.files.append(path)
+        result.sources[path] = texts[path]
+    for path in builds:
+        if path not in texts:
+            continue
+        result.findings.extend(lint_build_file(texts[path], path, config))
+        result.files.append(path)
+        result.sources[path] = texts[path]
+    return result
+
+
+def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]]) -> Config:
+    import dataclasses
+    archs = tuple(sorted({u.arch for us in usage.values() for u in us}))
+    if not archs:
+        try:
+            from occlint.toolchain import archs_for
+            archs = tuple(archs_for(config))
+        except Exception:
+            archs = ()
+    return dataclasses.replace(config, arch=archs or target_archs(config))
+
+
+def _match_path(path: str, unit: str, candidates: Sequence[str]) -> str:
+    for p in (path, unit):
+        if not p:
+            continue
+        for c in candidates:
+            if os.path.abspath(c) == os.path.abspath(p):
+                return c
+    return unit or path
+
+
+def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: LintResult):
+    """Usage from the toolchain; without nvcc a notice says the register rules are off."""
+    if not cuda:
+        return {}, []
+    try:
+        from occlint.toolchain import collect_usage
+    except ImportError:
+        result.notices.append("the toolchain is not available: register-based rules are off")
+        return {}, []
+    report = collect_usage(list(cuda), config, jobs=jobs)
+    if getattr(report, "notice", None):
+        result.notices.append(report.notice)
+    usages = {path: tuple(us) for path, us in (report.usages or {}).items()}
+    return usages, list(report.errors or [])

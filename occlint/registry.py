@@ -1,0 +1,167 @@
+"""Rules: their words from rules/OCCnnn.toml, selection by config like ruff.
+
+`RULES` maps a code to a `Rule` carrying every TOML field. `render(code, **values)` fills the
+rule's message (or a named variant from its `[messages]` table). `python -m occlint.registry
+docs/rules` writes one Markdown page per rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import string
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+URL = "https://github.com/occlint/occlint/blob/main/docs/rules/{code}.md"
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    summary: str
+    severity: str
+    message: str
+    fix_title: str = ""
+    rationale: str = ""
+    example: str = ""
+    use_instead: str = ""
+    messages: dict = field(default_factory=dict, compare=False, hash=False)   # variant -> template
+    fix_titles: dict = field(default_factory=dict, compare=False, hash=False)
+    path: str = ""
+
+    @property
+    def url(self) -> str:
+        return URL.format(code=self.code, name=self.name)
+
+
+def rules_dir() -> Path:
+    """rules/ beside the package in a checkout, occlint/rules in a wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules", here.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError("occlint's rules/ folder is missing from the installation")
+
+
+def load_rules(folder: Path | None = None) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for file in sorted((folder or rules_dir()).glob("OCC*.toml")):
+        with open(file, "rb") as fh:
+            data = tomllib.load(fh)
+        if data.get("code") != file.stem:
+            raise RuntimeError(f"{file}: code {data.get('code')!r} does not match the file name")
+        messages = data.pop("messages", {})
+        fix_titles = data.pop("fix_titles", {})
+        rules[file.stem] = Rule(**data, messages=messages, fix_titles=fix_titles, path=str(file))
+    return rules
+
+
+RULES: dict[str, Rule] = load_rules()
+
+
+def template_fields(template: str) -> set[str]:
+    return {name.split(".")[0].split("[")[0]
+            for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def render(code: str, variant: str = "message", **values) -> str:
+    """Fill the rule's `message` (or `messages[variant]`) with `values`."""
+    rule = RULES[code]
+    template = rule.message if variant == "message" else rule.messages[variant]
+    return template.format(**values).strip()
+
+
+def render_fix_title(code: str, variant: str = "fix_title", **values) -> str:
+    rule = RULES[code]
+    template = rule.fix_title if variant == "fix_title" else rule.fix_titles[variant]
+    return template.format(**values).strip()
+
+
+# --- selection -----------------------------------------------------------------------------------
+
+
+def _longest(code: str, prefixes) -> int:
+    return max((len(p) for p in prefixes if code.startswith(p)), default=-1)
+
+
+def is_enabled(code: str, config, path: str | None = None) -> bool:
+    """ruff's rule: the most specific matching prefix decides; ignore wins a tie."""
+    enable = _longest(code, (*config.select, *config.extend_select))
+    disable = _longest(code, config.ignore)
+    if path is not None:
+        disable = max(disable, _longest(code, file_ignores(path, config)))
+    return enable >= 0 and enable > disable
+
+
+def file_ignores(path: str, config) -> tuple[str, ...]:
+    """Codes `per-file-ignores` removes for `path` (globs relative to the project root)."""
+    if not config.per_file_ignores:
+        return ()
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(config.root))
+    except ValueError:
+        rel = path
+    rel = rel.replace(os.sep, "/")
+    codes: list[str] = []
+    for glob, ignored in config.per_file_ignores:
+        if fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(os.path.basename(rel), glob) \
+                or fnmatch.fnmatch(rel, glob.rstrip("/") + "/*"):
+            codes.extend(ignored)
+    return tuple(codes)
+
+
+def selected(config, path: str | None = None) -> list[str]:
+    return [code for code in RULES if is_enabled(code, config, path)]
+
+
+# --- documentation -------------------------------------------------------------------------------
+
+
+def page(code: str) -> str:
+    """The rule's Markdown page (also what `occlint rule CODE` prints)."""
+    rule = RULES[code]
+    parts = [f"# {rule.code} {rule.name}", "", rule.summary, "",
+             f"Severity: {rule.severity}" + (f". Fix: {_first_line(rule.fix_title)}." if rule.fix_title else ". No automatic fix.")]
+    if rule.rationale:
+        parts += ["", "## Why", "", rule.rationale.strip()]
+    if rule.example:
+        parts += ["", "## Example", "", "```cuda", rule.example.strip("\n"), "```"]
+    if rule.use_instead:
+        parts += ["", "## Use instead", "", "```cuda", rule.use_instead.strip("\n"), "```"]
+    parts += ["", f"Suppress with `// noqa: {rule.code}` on the reported line, or select and "
+              f"ignore it with `select`/`ignore` in `[tool.occlint]`."]
+    return "\n".join(parts) + "\n"
+
+
+def _first_line(text: str) -> str:
+    text = re.sub(r"\{(\w+)[^}]*\}", r"<\1>", text.strip())
+    return text.splitlines()[0].rstrip(".") if text else ""
+
+
+def write_docs(folder: str | os.PathLike) -> list[Path]:
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for code in RULES:
+        target = out / f"{code}.md"
+        target.write_text(page(code), encoding="utf-8")
+        written.append(target)
+    index = ["# occlint rules", "", "| code | name | severity | summary |", "|---|---|---|---|"]
+    index += [f"| [{r.code}]({r.code}.md) | {r.name} | {r.severity} | {r.summary} |" for r in RULES.values()]
+    (out / "README.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    return written
+
+
+if __name__ == "__main__":  # python -m occlint.registry docs/rules
+    for written in write_docs(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"):
+        print(written)
