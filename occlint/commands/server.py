@@ -1,11 +1,13 @@
-"""`occlint server` (not implemented yet)."""
-
-from occlint.errors import OcclintError
+"""`occlint server`: the language server on stdio (see occlint.lsp)."""
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("--stdio", action="store_true",
+                        help="talk LSP over stdin/stdout (the default and only transport)")
 
 
 def run(args):
-    raise OcclintError("`occlint server` is not implemented yet")
+    from occlint.lsp import serve
+
+    serve()
+    return 0

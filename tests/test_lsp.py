@@ -1,0 +1,138 @@
+"""The language server end to end with pytest-lsp: a real `occlint server` subprocess on stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+SOURCE = """\
+__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+void run(float* x) {
+    scale<<<64, 100>>>(x, 2.0f, 6400);
+}
+"""
+CONFIG = '[tool.occlint]\narch = ["sm_90"]\nignore = ["OCC033"]\n'
+PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "occlint", "server"]))
+async def client(lsp_client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_text(CONFIG)
+    (tmp_path / "k.cu").write_text(SOURCE)
+    lsp_client.project = tmp_path
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=lsp.ClientCapabilities(), root_uri=tmp_path.as_uri(),
+        workspace_folders=[lsp.WorkspaceFolder(uri=tmp_path.as_uri(), name="p")]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def diagnostics_where(client, uri, predicate, timeout=120.0):
+    """Wait for published diagnostics of `uri` that satisfy `predicate`; returns them."""
+    async def wait():
+        while not (uri in client.diagnostics and predicate(client.diagnostics[uri])):
+            await client.wait_for_notification(PUBLISH)
+        return client.diagnostics[uri]
+    return await asyncio.wait_for(wait(), timeout)
+
+
+def codes(diags) -> set:
+    return {d.code for d in diags}
+
+
+def apply_edits(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply LSP text edits (ASCII test text: characters = UTF-16 units), last first."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(p: lsp.Position) -> int:
+        return sum(len(x) for x in lines[: p.line]) + p.character
+
+    for e in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+    return text
+
+
+def change(client, uri, version, text):
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+async def actions_for(client, uri, diag):
+    return await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=diag.range,
+        context=lsp.CodeActionContext(diagnostics=[diag])))
+
+
+@pytest.mark.asyncio
+async def test_open_change_code_actions_hover(client: LanguageClient):
+    uri = (client.project / "k.cu").as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        text_document=lsp.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=SOURCE)))
+
+    diags = await diagnostics_where(client, uri, lambda d: "OCC031" in codes(d))
+    assert "OCC033" not in codes(diags)        # ignored in the workspace's pyproject.toml
+    d = next(x for x in diags if x.code == "OCC031")
+    assert d.source == "occlint"
+    assert d.code_description.href.endswith("OCC031.md")
+    assert d.range == lsp.Range(start=lsp.Position(line=6, character=16),
+                                end=lsp.Position(line=6, character=19))
+    assert d.severity is not None
+
+    # code action: apply the fix, send the edited text, the finding goes away
+    actions = await actions_for(client, uri, d)
+    titles = [a.title for a in actions]
+    assert "Add `// noqa: OCC031`" in titles
+    fix = next(a for a in actions if a.is_preferred)
+    fixed = apply_edits(SOURCE, fix.edit.changes[uri])
+    assert "scale<<<64, 128>>>" in fixed
+    change(client, uri, 2, fixed)
+    await diagnostics_where(client, uri, lambda d: "OCC031" not in codes(d))
+
+    # back to the mistake; this time silence it with the noqa action
+    change(client, uri, 3, SOURCE)
+    diags = await diagnostics_where(client, uri, lambda d: "OCC031" in codes(d))
+    d = next(x for x in diags if x.code == "OCC031")
+    noqa = next(a for a in await actions_for(client, uri, d) if "noqa" in a.title)
+    silenced = apply_edits(SOURCE, noqa.edit.changes[uri])
+    assert "    scale<<<64, 100>>>(x, 2.0f, 6400);  // noqa: OCC031\n" in silenced
+    change(client, uri, 4, silenced)
+    await diagnostics_where(client, uri, lambda d: "OCC031" not in codes(d))
+
+    # hover on the kernel name
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=0, character=18)))
+    assert hover is not None and "`scale`" in hover.contents.value
+    nothing = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=1, character=5)))
+    assert nothing is None
+
+
+@pytest.mark.asyncio
+async def test_hover_shows_nvcc_figures_after_save(client: LanguageClient, nvcc_path):
+    uri = (client.project / "k.cu").as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        text_document=lsp.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=SOURCE)))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri)))
+
+    async def figures():
+        while True:
+            hover = await client.text_document_hover_async(lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                position=lsp.Position(line=6, character=6)))          # `scale` at the launch
+            if hover is not None and "| registers |" in hover.contents.value:
+                return hover.contents.value
+            await client.wait_for_notification(PUBLISH)
+    value = await asyncio.wait_for(figures(), 180)
+    assert "| sm_90 |" in value
+    assert "| sm_90 | 100 (line 7) |" in value and "blocks/SM" in value
