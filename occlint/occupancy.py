@@ -335,3 +335,270 @@ def max_potential_block_size(arch, regs_per_thread: int, static_smem: int = 0,
         block_size=best_size, min_grid_size=best_blocks * sm_count, active_blocks=best_blocks,
         occupancy=best_threads / full, sm_count=sm_count,
     )
+
+
+# --- shared memory budget -----------------------------------------------------------------------
+
+
+def available_dynamic_smem(arch, block_size: int, num_blocks: int, regs_per_thread: int,
+                           static_smem: int = 0, *, max_dynamic_smem: int | None = None,
+                           carveout: int | None = None, cache_config: str = "none",
+                           barriers: int = 1) -> int | None:
+    """The largest dynamic shared memory per block with which `num_blocks` blocks still fit.
+
+    None when `num_blocks` do not fit even with no dynamic shared memory. Unlike the header's
+    cudaOccAvailableDynamicSMemPerBlock (see `header_available_dynamic_smem`), the answer is
+    checked against `compute()`: launching with it gives at least `num_blocks` blocks, and one
+    byte more gives fewer (or exceeds `max_dynamic_smem` or the per-block limit).
+    """
+    if type(num_blocks) is not int or num_blocks <= 0:
+        raise OcclintError(f"number of blocks must be a positive integer, not {num_blocks!r}")
+    c, pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem, 0,
+                                max_dynamic_smem, carveout, cache_config, barriers)
+
+    def fits(dyn: int) -> bool:
+        return _blocks(c, block_size, regs_per_thread, static_smem, dyn, max_dyn, pref,
+                       barriers)[0] >= num_blocks
+
+    if not fits(0):
+        return None
+    # Active blocks never grow with more shared memory (the carveout configs at most double
+    # from one to the next), so a binary search finds the edge.
+    lo, hi = 0, max_dyn
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def header_available_dynamic_smem(arch, block_size: int, num_blocks: int, regs_per_thread: int,
+                                  static_smem: int = 0, *, max_dynamic_smem: int | None = None,
+                                  carveout: int | None = None, cache_config: str = "none",
+                                  barriers: int = 1) -> int | None:
+    """cudaOccAvailableDynamicSMemPerBlock as the header computes it, for comparison.
+
+    It divides the carveout by `num_blocks` and subtracts static and reserved memory in size_t:
+    when those exceed the share, the subtraction wraps around and the answer becomes
+    `max_dynamic_smem`, which does not fit. None where the header returns an error.
+    """
+    c, pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem, 0,
+                                max_dynamic_smem, carveout, cache_config, barriers)
+    if type(num_blocks) is not int or num_blocks <= 0:
+        return None
+    if _blocks(c, block_size, regs_per_thread, static_smem, 0, max_dyn, pref,
+               barriers)[0] < num_blocks:
+        return None
+    # cudaOccSMemPerBlock(..., sharedMemPerMultiprocessor): always above 48 KB, so opt-in
+    limit = c.optin + (c.reserved if c.reserve_limit else 0)
+    # one block may use the whole per-block limit; more share the carveout (0 -> smallest)
+    per_sm = limit if num_blocks == 1 else pref or _align_up_config(c.configs, 1, c.name)
+    avail = per_sm // num_blocks // c.sgran * c.sgran
+    avail = min(avail, limit) - static_smem
+    if c.reserve_limit:
+        avail -= c.reserved
+    avail %= 2**64                      # size_t arithmetic
+    return min(avail, max_dyn)
+
+
+# --- registers and launch bounds ----------------------------------------------------------------
+
+
+def registers_for_blocks(arch, block_size: int, blocks: int) -> int | None:
+    """The most registers per thread (<= 255) with which `blocks` blocks of `block_size` fit.
+
+    Only the register limit is considered (sub-partitions and allocation granularity included).
+    None when even 1 register per thread is too many.
+    """
+    c = _consts(arch)
+    if type(block_size) is not int or block_size <= 0 or type(blocks) is not int or blocks <= 0:
+        raise OcclintError(f"block size and blocks must be positive integers, "
+                           f"not {block_size!r} and {blocks!r}")
+    ws, parts, gran = c.ws, c.parts, c.rgran
+    warps = (block_size + ws - 1) // ws
+    best = None
+    for regs in range(1, min(255, c.max_regs) + 1):
+        per_warp = (regs * ws + gran - 1) // gran * gran
+        if (c.regs_block < per_warp * ((warps + parts - 1) // parts * parts)
+                or c.regs_block < per_warp * warps):
+            break
+        if (c.regs_part // per_warp * parts) // warps < blocks:
+            break
+        best = regs
+    return best
+
+
+def launch_bounds_register_cap(arch, max_threads: int, min_blocks: int | None = 1) -> int | None:
+    """The register budget per thread ptxas derives from `__launch_bounds__(max_threads, min_blocks)`.
+
+    ptxas picks the most registers with which `min_blocks` blocks of `max_threads` threads fit on
+    one SM by the register rule of `registers_for_blocks` (sub-partitions included), at most 255;
+    checked against ptxas 13 on sm_75, sm_86 and sm_90. When `min_blocks` blocks cannot be
+    resident at all (their warps exceed the SM's threads, or more blocks than the SM holds),
+    ptxas warns "minnctapersm will be ignored" and picks a budget by its own heuristics: None.
+    `__maxnreg__(N)` sets the budget to N directly and cannot be combined with `min_blocks`.
+    """
+    c = _consts(arch)
+    if type(max_threads) is not int or not 0 < max_threads <= c.max_tpb:
+        raise OcclintError(f"launch bounds max threads must be 1..{c.max_tpb}, not {max_threads!r}")
+    blocks = 1 if min_blocks in (None, 0) else min_blocks
+    if type(blocks) is not int or blocks < 0:
+        raise OcclintError(f"launch bounds min blocks must be a positive integer, not {min_blocks!r}")
+    warps = (max_threads + c.ws - 1) // c.ws
+    if warps * c.ws * blocks > c.max_warps * c.ws or blocks > c.blocks_lim:
+        return None
+    return registers_for_blocks(c.a, max_threads, blocks)
+
+
+# --- cliffs and sweeps --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change of a resource: reach `value`, a change of `delta`, giving `result`."""
+
+    value: int              # the register count, shared memory bytes per block or block size
+    delta: int              # registers/bytes to shed (gain) or to add (loss); signed for blocks
+    result: Occupancy
+
+
+@dataclass(frozen=True)
+class Cliff:
+    gain: Step | None       # the nearest change that raises occupancy, None if none does
+    loss: Step | None       # the nearest change that lowers it, None if none does
+
+
+@dataclass(frozen=True)
+class Cliffs:
+    """Nearest occupancy changes per dimension, from `cliffs()`.
+
+    registers: `gain.value` = the register count to reach, `gain.delta` = how many to shed;
+        `loss.value` = the first count that loses a block, `loss.delta` = how many more it takes.
+    shared_memory: the same over total shared memory per block (static + dynamic) in bytes;
+        the change is applied to dynamic memory first, then static.
+    block_size: over warp multiples (32..max), by occupancy (active warps) rather than blocks;
+        `delta` is signed (new - current); the nearest wins, ties go to the larger block.
+    """
+
+    current: Occupancy
+    registers: Cliff
+    shared_memory: Cliff
+    block_size: Cliff
+
+
+def _edge(lo: int, hi: int, ok) -> int | None:
+    """The largest x in [lo, hi] with ok(x), for ok true up to an edge then false; else None."""
+    if lo > hi or not ok(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def cliffs(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
+           dynamic_smem: int = 0, *, max_dynamic_smem: int | None = None,
+           carveout: int | None = None, cache_config: str = "none",
+           barriers: int = 1) -> Cliffs:
+    """For registers, shared memory and block size: the nearest change that gains a resident
+    block (warps, for block size) and the nearest that loses one, each with its occupancy."""
+    kw = {"max_dynamic_smem": max_dynamic_smem, "carveout": carveout,
+          "cache_config": cache_config, "barriers": barriers}
+    now = compute(arch, block_size, regs_per_thread, static_smem, dynamic_smem, **kw)
+    c = _consts(arch)
+    blocks = now.active_blocks
+
+    def with_regs(r: int) -> Occupancy:
+        return compute(c.a, block_size, r, static_smem, dynamic_smem, **kw)
+
+    # registers: active blocks never grow with registers
+    top = min(255, c.max_regs)
+    gain = None
+    if regs_per_thread > 1 and with_regs(1).active_blocks > blocks:
+        # the largest r < current with more blocks
+        r = _edge(1, regs_per_thread - 1, lambda x: with_regs(x).active_blocks > blocks)
+        gain = Step(r, regs_per_thread - r, with_regs(r))
+    loss = None
+    if blocks > 0 and regs_per_thread < top and with_regs(top).active_blocks < blocks:
+        r = _edge(regs_per_thread, top, lambda x: with_regs(x).active_blocks >= blocks) + 1
+        loss = Step(r, r - regs_per_thread, with_regs(r))
+    reg_cliff = Cliff(gain, loss)
+
+    # shared memory: change the total per block; dynamic first, then static
+    total = static_smem + dynamic_smem
+
+    def with_total(t: int) -> Occupancy:
+        if t >= total:
+            return compute(c.a, block_size, regs_per_thread, static_smem,
+                           dynamic_smem + t - total, **kw) if dynamic_smem else compute(
+                c.a, block_size, regs_per_thread, static_smem + t - total, 0, **kw)
+        shed = total - t
+        if shed <= dynamic_smem:
+            return compute(c.a, block_size, regs_per_thread, static_smem, dynamic_smem - shed,
+                           **kw)
+        return compute(c.a, block_size, regs_per_thread, static_smem - (shed - dynamic_smem), 0,
+                       **kw)
+
+    gain = loss = None
+    if total > 0 and with_total(0).active_blocks > blocks:
+        t = _edge(0, total - 1, lambda x: with_total(x).active_blocks > blocks)
+        gain = Step(t, total - t, with_total(t))
+    smem_top = c.optin
+    if blocks > 0 and total < smem_top and with_total(smem_top).active_blocks < blocks:
+        t = _edge(total, smem_top, lambda x: with_total(x).active_blocks >= blocks) + 1
+        loss = Step(t, t - total, with_total(t))
+    smem_cliff = Cliff(gain, loss)
+
+    # block size: nearest warp multiple with more (fewer) active warps
+    gain = loss = None
+    sizes = sorted(range(c.ws, c.max_tpb + 1, c.ws), key=lambda s: (abs(s - block_size), -s))
+    for size in sizes:
+        if size == block_size:
+            continue
+        occ = compute(c.a, size, regs_per_thread, static_smem, dynamic_smem, **kw)
+        if gain is None and occ.active_warps > now.active_warps:
+            gain = Step(size, size - block_size, occ)
+        if loss is None and occ.active_warps < now.active_warps:
+            loss = Step(size, size - block_size, occ)
+        if gain is not None and loss is not None:
+            break
+    return Cliffs(now, reg_cliff, smem_cliff, Cliff(gain, loss))
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    block_size: int
+    regs_per_thread: int
+    result: Occupancy
+
+
+def sweep(arch, regs_per_thread: int | None = None, static_smem: int = 0,
+          dynamic_smem: int | Callable[[int], int] = 0, *, block_sizes=None, registers=None,
+          max_dynamic_smem: int | None = None, carveout: int | None = None,
+          cache_config: str = "none", barriers: int = 1) -> list[SweepRow]:
+    """Occupancy over block sizes x register counts, block size first.
+
+    block_sizes: default 32..max threads per block in warps. registers: default
+    [regs_per_thread] when given, else 8..256 in steps of 8 (the allocation unit: counts
+    between two multiples of 8 occupy alike). `dynamic_smem` may be a function of block size.
+    """
+    c = _consts(arch)
+    if block_sizes is None:
+        block_sizes = range(c.ws, c.max_tpb + 1, c.ws)
+    if registers is None:
+        registers = [regs_per_thread] if regs_per_thread is not None else range(8, 257, 8)
+    rows = []
+    for size in block_sizes:
+        dyn = dynamic_smem(size) if callable(dynamic_smem) else dynamic_smem
+        for regs in registers:
+            rows.append(SweepRow(size, regs, compute(
+                c.a, size, regs, static_smem, dyn, max_dynamic_smem=max_dynamic_smem,
+                carveout=carveout, cache_config=cache_config, barriers=barriers)))
+    return rows
