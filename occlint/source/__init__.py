@@ -1,7 +1,7 @@
 """The CUDA source model: kernels, shared memory, launch sites and attribute calls, found with
 tree-sitter queries. `parse` never raises; unknown values are None, never guesses."""
 
-from occlint.source.parse import parse
+from occlint.source.build import parse
 from occlint.source.resolve import find_kernel
 from occlint.source.specialize import Specialized, launch_template_args, specialize
 

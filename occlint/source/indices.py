@@ -226,19 +226,17 @@ def attach_indices(ctx, sns):
         for n in caps.get("name", ()):
             if n.text in names:
                 uses.setdefault(n.text, []).append(n)
-        scope = body.parent.start_byte if body.parent is not None and \
-            body.parent.type == "function_definition" else None
-        cl = Classifier(ctx, scope)
         for sn in group:
             indices, other = [], 0
             for use in uses.get(sn.name_node.text, ()):
                 if use.start_byte == sn.name_node.start_byte:
                     continue
-                found = _subscripts(ctx, cl, use)
-                if found:
-                    indices.extend(found)
-                else:
-                    other += 1
+                found, top = _subscripts(ctx, Classifier(ctx, ctx.scope_of(use.start_byte)), use)
+                indices.extend(found)
+                parent = top.parent
+                if not found or (parent is not None and parent.type == "pointer_expression" and
+                                 parent.child_by_field_name("operator").text == b"&"):
+                    other += 1        # the array (or an element's address) goes elsewhere
             out[id(sn)] = replace(sn.decl, indices=tuple(indices), other_uses=other)
     for sn in sns:
         if id(sn) in out:
@@ -246,7 +244,8 @@ def attach_indices(ctx, sns):
     return sns
 
 
-def _subscripts(ctx, cl: Classifier, use) -> list[Index]:
+def _subscripts(ctx, cl: Classifier, use) -> tuple[list[Index], object]:
+    """The subscripts applied to `use` (`a[i][j]`) and the outermost node of that chain."""
     found = []
     node, dim = use, 0
     while node.parent is not None and node.parent.type == "subscript_expression" and \
@@ -255,11 +254,11 @@ def _subscripts(ctx, cl: Classifier, use) -> list[Index]:
         args = sub.child_by_field_name("indices")
         exprs = [c for c in args.named_children if c.type != "comment"] if args else []
         if len(exprs) != 1:
-            return found
+            return found, node
         e = exprs[0]
         axis = cl.axis(e, sub)
         found.append(Index(text=" ".join(ctx.tx.node_text(e).split()), span=ctx.tx.node_span(e),
                            thread_derived=axis is not None, axis=axis, dim=dim,
                            constant=cl.const(e) if axis is None else None))
         node, dim = sub, dim + 1
-    return found
+    return found, node

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
-from occlint.source.parse import parsed_for
+from occlint.source.build import parsed_for
 from occlint.source.shared import evaluate
 
 

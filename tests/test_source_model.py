@@ -1,0 +1,299 @@
+"""occlint.source on the case files in tests/source_cases/ and small inline inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import occlint.source.build as build
+from occlint.source import find_kernel, launch_template_args, parse, specialize
+
+CASES = Path(__file__).parent / "source_cases"
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    monkeypatch.setattr(build, "STRICT", True)   # a bug shows as an exception here
+
+
+def case(name: str):
+    return parse((CASES / name).read_bytes(), name)
+
+
+def line_of(sf, needle: str) -> int:
+    return next(i for i, t in enumerate(sf.text.splitlines(), 1) if needle in t)
+
+
+# --- kernels -------------------------------------------------------------------------------------
+
+
+def test_kernels_everywhere():
+    sf = case("kernels.cu")
+    by = {k.qualname: k for k in sf.kernels}
+    assert set(by) == {
+        "plain", "proto", "outer::inner::nested", "outer::Ops::member",
+        "(anonymous namespace)::hidden", "c_linkage", "c_block", "templated", "capped",
+        "clustered", "branchy",
+    }
+    assert (by["plain"].launch_bounds.max_threads, by["plain"].launch_bounds.min_blocks) == (256, 2)
+    assert by["outer::inner::nested"].launch_bounds.max_threads == 128
+    assert by["outer::inner::nested"].scopes == ("outer", "inner")
+    assert by["c_linkage"].extern_c and by["c_block"].extern_c and not by["plain"].extern_c
+    assert by["templated"].template_params == ("THREADS", "T")
+    assert by["templated"].launch_bounds.max_threads is None      # depends on THREADS
+    assert by["templated"].launch_bounds.min_blocks == 2
+    assert by["capped"].maxnreg == 40
+    assert by["clustered"].cluster_dims == (2, 1, 1)
+    assert by["proto"].is_definition                # the definition replaces the prototype
+    assert by["proto"].span.line == line_of(sf, "__global__ void proto(int n) {")
+
+
+def test_kernel_spans_point_at_name_and_insertion_point():
+    sf = case("kernels.cu")
+    k = next(k for k in sf.kernels if k.name == "capped")
+    assert sf.text[k.span.start:k.span.end] == "capped"
+    line = sf.text.splitlines()[k.span.line - 1]
+    assert line[k.span.column - 1:].startswith("capped(")
+    assert k.decl_span.start == k.span.start and k.decl_span.end == k.decl_span.start
+
+
+def test_if_else_kernel_counted_once_first_branch_wins():
+    sf = case("kernels.cu")
+    branchy = [k for k in sf.kernels if k.name == "branchy"]
+    assert len(branchy) == 1
+    assert branchy[0].launch_bounds.max_threads == 512
+
+
+def test_comments_and_strings_are_not_code():
+    sf = case("kernels.cu")
+    names = {k.name for k in sf.kernels}
+    assert "in_a_comment" not in names and "in_a_string" not in names
+
+
+# --- shared memory ---------------------------------------------------------------------------------
+
+
+def shared(sf, name):
+    return next(s for s in sf.shared if s.name == name)
+
+
+def test_shared_sizes_and_owners():
+    sf = case("shared.cu")
+    expect = {
+        "smem": (4096 * 4, "block_reduce_naive"), "tile": (32 * 33 * 4, "transpose"),
+        "h": (16, "types_kernel"), "bf": (16, "types_kernel"), "f4": (64, "types_kernel"),
+        "i4": (32, "types_kernel"), "d2": (32, "types_kernel"), "c": (3, "types_kernel"),
+        "pairs": (80, "types_kernel"), "odd": (32, "types_kernel"), "raw": (48, "types_kernel"),
+        "scalar": (4, "types_kernel"), "file_scope": (256, None),
+    }
+    for name, (size, owner) in expect.items():
+        s = shared(sf, name)
+        assert (s.size_bytes, s.kernel) == (size, owner), name
+    assert shared(sf, "tile").dims == (32, 33)
+    dyn = shared(sf, "dynamic_smem")
+    assert dyn.extern and dyn.size_bytes is None and dyn.dims == ()
+    buf = shared(sf, "buf")
+    assert buf.template_dependent and buf.size_bytes is None
+
+
+def test_reduction_indices_are_thread_derived():
+    s = shared(case("shared.cu"), "smem")
+    by_text = {i.text: i for i in s.indices}
+    assert by_text["tid"].thread_derived and by_text["tid"].axis == "x"
+    assert by_text["tid + s"].thread_derived and by_text["tid + s"].axis == "x"
+    assert not by_text["0"].thread_derived and by_text["0"].constant == 0
+    assert s.other_uses == 0
+
+
+def test_two_dimensional_and_flat_indices():
+    sf = case("shared.cu")
+    tile = shared(sf, "tile")
+    assert {(i.text, i.dim, i.axis) for i in tile.indices} == {
+        ("threadIdx.y", 0, "y"), ("threadIdx.x", 1, "x"),
+        ("threadIdx.x", 0, "x"), ("threadIdx.y", 1, "y")}
+    assert shared(sf, "h").indices[0].axis == "x"              # lane = threadIdx.x % 32
+    assert shared(sf, "bf").indices[0].axis == "xyz"           # x + y * blockDim.x
+    assert shared(sf, "file_scope").other_uses == 1            # &file_scope[0] escapes
+
+
+@pytest.mark.parametrize(("code", "derived"), [
+    ("if (tid < s) a[tid + s] = 0;", True),
+    ("a[tid + s] = 0;", False),                                     # no guard: up to 1.5x block
+    ("if (tid < s) a[tid + s + 1] = 0;", False),
+    ("if (tid < 32) a[tid + 32] = 0;", False),                     # needs the block size
+    ("a[blockIdx.x * blockDim.x + threadIdx.x] = 0;", False),       # a global index
+    ("a[threadIdx.x / 2] = 0;", True),
+    ("a[threadIdx.x & 31] = 0;", True),
+    ("a[threadIdx.x - 1] = 0;", False),
+])
+def test_index_classification(code, derived):
+    text = ("__global__ void k() { __shared__ float a[1024]; int tid = threadIdx.x;\n"
+            "for (int s = blockDim.x / 2; s > 0; s >>= 1) { " + code + " } }")
+    a = parse(text).shared[0]
+    assert len(a.indices) == 1
+    assert a.indices[0].thread_derived is derived
+
+
+def test_loop_condition_bounds_offset():
+    text = ("__global__ void k() { __shared__ float a[1024]; int tid = threadIdx.x;\n"
+            "for (int s = 1; s < blockDim.x / 2; s *= 2) { if (tid < s) a[tid + s] = 0; } }")
+    assert parse(text).shared[0].indices[0].thread_derived
+
+
+def test_written_alias_is_not_thread_derived():
+    text = ("__global__ void k(int n) { __shared__ float a[64]; int i = threadIdx.x; i += n;"
+            " a[i] = 0; }")
+    assert not parse(text).shared[0].indices[0].thread_derived
+
+
+# --- specialization -------------------------------------------------------------------------------
+
+
+def test_specialize_template_shared_and_bounds():
+    sf = case("shared.cu")
+    k = next(k for k in sf.kernels if k.name == "templated_reduce")
+    launches = [la for la in sf.launches if la.callee == "templated_reduce"]
+    assert [la.template_values for la in launches] == [(256, None), (64, None)]
+    s256 = specialize(sf, k, launch_template_args(launches[0]))
+    assert s256.launch_bounds.max_threads == 256
+    assert s256.static_smem == 256 * 2 * 4
+    assert s256.shared[0].dims == (512,)
+    s64 = specialize(sf, k, {"BLOCK": 64, "T": "double"})
+    assert s64.static_smem == 64 * 2 * 8
+    unknown = specialize(sf, k, [None, None])
+    assert unknown.static_smem is None and unknown.launch_bounds.max_threads is None
+
+
+def test_specialize_uses_defaults():
+    sf = parse("template <int B = 128, typename T = float> __global__ void "
+               "__launch_bounds__(B) k() { __shared__ T s[B]; }")
+    sp = specialize(sf, sf.kernels[0], [])
+    assert sp.launch_bounds.max_threads == 128 and sp.static_smem == 512
+    assert sp.bindings == (("B", 128), ("T", "float"))
+
+
+def test_specialize_after_cache_eviction():
+    sf = case("shared.cu")
+    for i in range(40):
+        parse(f"__global__ void k{i}() {{}}")
+    k = next(k for k in sf.kernels if k.name == "templated_reduce")
+    assert specialize(sf, k, [128, "float"]).static_smem == 1024
+
+
+# --- launches and attributes ----------------------------------------------------------------------
+
+
+def launch_at(sf, needle):
+    line = line_of(sf, needle)
+    return next(la for la in sf.launches if la.span.line == line)
+
+
+@pytest.mark.parametrize(("needle", "grid", "block", "smem"), [
+    ("k<<<DIV_UP(4096, THREADS), THREADS>>>", 16, 256, 0),
+    ("k<<<n / THREADS, THREADS, SMEM_BYTES, stream>>>", None, 256, 1024),
+    ("k<<<grid, block>>>", 128, 256, 0),
+    ("k<<<1, same>>>", 1, 256, 0),
+    ("k<<<kRows / threads, threads>>>", 8, 128, 0),
+    ("k<<<1, local>>>", 1, 64, 0),
+    ("k<<<1, changed>>>", 1, None, 0),                # written after its declaration
+    ("k<<<1, cfg::block>>>", 1, 512, 0),
+    ("k<<<1, kTile * 32>>>", 1, 33 * 32, 0),           # implicit enumerator value
+    ("kt<kBlock><<<1, kBlock>>>", 1, 128, 0),
+    ("k<<<dim3(n), dim3(THREADS)>>>", None, 256, 0),
+    ("cudaLaunchKernel((void*)k", 8, 256, 0),
+    ("cudaLaunchKernel(reinterpret_cast", 4, 64, 1024),
+    ("cudaLaunchCooperativeKernel", 2, 128, 0),
+    ("cudaLaunchKernelEx", 32, 128, 2048),
+])
+def test_launch_values(needle, grid, block, smem):
+    la = launch_at(case("launches.cu"), needle)
+    assert (la.grid.total, la.block.total, la.dynamic_smem) == (grid, block, smem)
+
+
+def test_launch_details():
+    sf = case("launches.cu")
+    la = launch_at(sf, "k<<<grid, block>>>")
+    assert (la.grid.x, la.grid.y, la.block.x, la.block.y) == (16, 8, 32, 8)
+    assert la.function == "launches" and la.kind == "chevron"
+    assert sf.text[la.config_span.start:la.config_span.end] == "<<<grid, block>>>"
+    assert [sf.text[s.start:s.end] for s in la.arg_spans] == ["grid", "block"]
+    t = launch_at(sf, "kt<kBlock>")
+    assert (t.callee, t.template_args, t.template_values) == ("kt", ("kBlock",), (128,))
+    api = launch_at(sf, "cudaLaunchKernel(reinterpret_cast")
+    assert (api.callee, api.template_values, api.kind) == ("kt", (64,), "cudaLaunchKernel")
+    assert launch_at(sf, "cudaLaunchCooperativeKernel").kind == "cooperative"
+    smem = launch_at(sf, "SMEM_BYTES, stream>>>")
+    assert (smem.dynamic_smem_text, smem.stream_text) == ("SMEM_BYTES", "stream")
+
+
+def test_runtime_block_from_occupancy_api():
+    la = launch_at(case("launches.cu"), "k<<<DIV_UP(n, best), best>>>")
+    assert la.runtime_block and la.block.total is None
+    assert not launch_at(case("launches.cu"), "k<<<1, local>>>").runtime_block
+
+
+def test_attribute_calls():
+    sf = case("launches.cu")
+    got = [(a.kernel, a.attribute, a.value, a.template_values) for a in sf.attributes]
+    assert got == [
+        ("k", "MaxDynamicSharedMemorySize", 65536, ()),
+        ("kt", "PreferredSharedMemoryCarveout", 100, (64,)),
+        ("coop", "PreferredSharedMemoryCarveout", 50, ()),
+        ("k", "CacheConfig", "cudaFuncCachePreferShared", ()),
+    ]
+
+
+def test_find_kernel():
+    sf = case("kernels.cu")
+    for la in sf.launches:
+        k = find_kernel(sf, la)
+        assert k is not None and k.qualname.endswith(la.callee), la.callee
+    assert find_kernel(sf, "&outer::inner::nested").qualname == "outer::inner::nested"
+    assert find_kernel(sf, "(void*)templated<256>").name == "templated"
+    assert find_kernel(sf, "::plain").name == "plain"
+    assert find_kernel(sf, "Ops::member").qualname == "outer::Ops::member"
+    assert find_kernel(sf, "missing") is None
+    two = parse("namespace a { __global__ void k() {} } namespace b { __global__ void k() {} }")
+    assert find_kernel(two, "k") is None                      # ambiguous: no guess
+    assert find_kernel(two.kernels, "b::k").qualname == "b::k"
+
+
+# --- constant evaluation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("expr", "value"), [
+    ("0x100", 256), ("0b1000", 8), ("010", 8), ("1'024", 1024), ("256u", 256), ("64ULL", 64),
+    ("1 << 8", 256), ("(3 + 5) * 32", 256), ("1000 / 3", 333), ("-7 / 2", -3), ("-7 % 2", -1),
+    ("2 > 1 ? 128 : 64", 128), ("min(512, 256)", 256), ("std::max(32, 64)", 64),
+    ("sizeof(float4)", 16), ("sizeof(double) * 4", 32), ("M2(3)", 6), ("M3", 96), ("E_B", 11),
+    ("static_cast<int>(7)", 7), ("(int)9", 9), ("x / 0", None), ("1.5f", None), ("n", None),
+    ("UNDEF", None), ("CYCLE", None), ("1e3", None), ("SELF(2)", None),
+])
+def test_constant_evaluation(expr, value):
+    text = ("#define M2(x) ((x) * 2)\n#define M3 (M2(16) * 3)\n#define CYCLE CYCLE + 1\n"
+            "#define SELF(x) SELF(x)\nconstexpr int x = 5;\nenum E { E_A = 10, E_B };\n"
+            "__global__ void k(int n) {}\n"
+            f"void h(int n) {{ k<<<1, {expr}>>>(n); }}\n")
+    assert parse(text).launches[0].block.x == value
+
+
+def test_conflicting_definitions_are_unknown():
+    text = ("#ifdef WIDE\n#define B 512\n#else\n#define B 256\n#endif\n#define C 64\n"
+            "#ifndef C\n#define C 64\n#endif\n__global__ void k() {}\n"
+            "void h() { k<<<1, B>>>(); k<<<1, C>>>(); }\n")
+    assert [la.block.x for la in parse(text).launches] == [None, 64]
+
+
+def test_template_parameter_shadows_global():
+    text = ("constexpr int B = 64;\ntemplate <int B> __global__ void __launch_bounds__(B) k() "
+            "{ __shared__ float s[B]; }\n")
+    sf = parse(text)
+    assert sf.kernels[0].launch_bounds.max_threads is None
+    assert sf.shared[0].size_bytes is None and sf.shared[0].template_dependent
+
+
+def test_local_constant_shadows_global_of_same_name():
+    text = ("constexpr int T = 64;\n__global__ void k() {}\n"
+            "void h() { constexpr int T = 32; k<<<1, T>>>(); }\nvoid g() { k<<<1, T>>>(); }\n")
+    assert [la.block.x for la in parse(text).launches] == [32, 64]
