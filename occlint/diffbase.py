@@ -93,3 +93,4 @@ def keep_changed(findings: Iterable[Finding], toplevel: str,
 def filter_findings(findings: Iterable[Finding], ref: str, cwd: str = ".") -> list[Finding]:
     toplevel, changed = changed_lines(ref, cwd)
     return keep_changed(findings, toplevel, changed)
+

@@ -160,3 +160,12 @@ def compare(old: dict[tuple, dict], new: Iterable[dict]) -> list[Regression]:
         if not grew and drop and drop[1] < drop[0]:
             found.append(Regression(e["kernel"], k[1], e["arch"], "occupancy", drop[0], drop[1], **occ))
     return found
+
+
+def with_lock(config, file: str | None):
+    """`config` carrying the entries of lockfile `file` (OCC050 reads config.extra["lock"])."""
+    if not file:
+        return config
+    import dataclasses
+
+    return dataclasses.replace(config, extra={**config.extra, "lock": load(file)})

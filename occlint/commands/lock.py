@@ -1,11 +1,43 @@
-"""`occlint lock` (not implemented yet)."""
+"""`occlint lock [PATHS]`: write each kernel's resources and occupancy to occlint.lock."""
 
-from occlint.errors import OcclintError
+from __future__ import annotations
+
+import argparse
+
+from occlint.commands.baseline import add_lint_arguments
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_lint_arguments(parser)
+    parser.add_argument("--file", "-o", default="occlint.lock", metavar="FILE",
+                        help="where to write the lockfile (default: occlint.lock)")
 
 
-def run(args):
-    raise OcclintError("`occlint lock` is not implemented yet")
+def run(args) -> int:
+    import sys
+
+    from occlint import lock
+    from occlint.commands.check import load
+    from occlint.discover import discover
+    from occlint.engine import read_text
+    from occlint.errors import OcclintError
+    from occlint.source import parse
+    from occlint.toolchain import collect_usage
+
+    config = load(args)
+    sources, _builds = discover(args.paths, config)
+    if not sources:
+        raise OcclintError("no CUDA sources found to lock")
+    report = collect_usage(sources, config, jobs=config.jobs)
+    if report.nvcc is None:
+        raise OcclintError("`occlint lock` needs nvcc's figures and nvcc was not found "
+                           "(pip install 'occlint[cuda]', or set `nvcc` in the config)")
+    for err in report.errors:
+        print(f"occlint: error: {err.path or err.unit}: {err.message}", file=sys.stderr)
+    if report.errors:
+        raise OcclintError("nvcc failed on some files, so the lockfile was not written")
+    usages = [u for unit in sources for u in report.usage_for(unit)]
+    launches = [launch for path in sources for launch in parse(read_text(path), path).launches]
+    n = lock.write(usages, launches, args.file)
+    print(f"Wrote {n} kernel instantiation{'s' * (n != 1)} x arch to {args.file}.", file=sys.stderr)
+    return 0
