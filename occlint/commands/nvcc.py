@@ -60,9 +60,6 @@ def output_and_sources(cmd: list[str]) -> tuple[str | None, list[str]]:
 
 def record(cmd: list[str]) -> str | None:
     """Write the sidecar for a finished compile; returns its path, or None if nothing to record."""
-    from occlint.toolchain.cubin import LACKS, cubin_usage, object_cubins
-    from occlint.toolchain.sidecar import write_sidecar
-
     obj, sources = output_and_sources(cmd)
     if obj is None or not os.path.isfile(obj):
         return None
@@ -70,11 +67,13 @@ def record(cmd: list[str]) -> str | None:
         data = fh.read()
     if data[:4] != b"\x7fELF" and data[:4] != b"\x50\xed\x55\xba":
         return None
+    from occlint.toolchain.cubin import LACKS, cubin_records, object_cubins
+    from occlint.toolchain.sidecar import write_sidecar
     scan = object_cubins(data)
-    usages = []
+    records = []
     for arch, cubin in scan.cubins:
-        usages.extend(cubin_usage(cubin, arch, unit=os.path.abspath(sources[0])))
-    path = write_sidecar(obj, sources, usages, LACKS, scan.compressed)
+        records.extend(cubin_records(cubin, arch))
+    path = write_sidecar(obj, sources, records, LACKS, scan.compressed)
     if scan.compressed:
         print(f"occlint: warning: {obj}: compressed cubins for {', '.join(scan.compressed)} "
               "skipped (install `zstandard` to read them)", file=sys.stderr)

@@ -5,14 +5,31 @@ Public API: find_nvcc, collect_usage, archs_for, match_usage, load_sidecars, usa
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from occlint.model import CompileError, Kernel, Usage
-from occlint.toolchain.compile import UsageReport, collect_usage, print_notice
-from occlint.toolchain.demangle import normalize_qualname
-from occlint.toolchain.discover import Nvcc, find_nvcc
-from occlint.toolchain.flags import archs_for
-from occlint.toolchain.sidecar import load_sidecars
+if TYPE_CHECKING:
+    from occlint.model import Kernel, Usage
+
+# name -> module: imported on first use, so `occlint nvcc` (run once per compile) stays light
+_LAZY = {
+    "CompileError": "occlint.model",
+    "UsageReport": "occlint.toolchain.compile",
+    "collect_usage": "occlint.toolchain.compile",
+    "print_notice": "occlint.toolchain.compile",
+    "Nvcc": "occlint.toolchain.discover",
+    "find_nvcc": "occlint.toolchain.discover",
+    "archs_for": "occlint.toolchain.flags",
+    "load_sidecars": "occlint.toolchain.sidecar",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'occlint.toolchain' has no attribute {name!r}")
+
 
 __all__ = [
     "CompileError", "Nvcc", "UsageReport", "archs_for", "collect_usage", "find_nvcc",
@@ -23,6 +40,8 @@ __all__ = [
 def match_usage(kernel: Kernel, usages: Iterable[Usage]) -> list[Usage]:
     """The Usage entries of this source kernel: same qualified name (namespaces; anonymous
     namespaces ignored), every template instantiation, every arch."""
+    from occlint.toolchain.demangle import normalize_qualname
+
     if kernel.extern_c:
         return [u for u in usages if u.kernel == kernel.name]
     want = normalize_qualname(kernel.qualname)

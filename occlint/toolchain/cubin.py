@@ -9,10 +9,9 @@ spill stores/loads: those stay 0 and the sidecar lists them under "lacks".
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from collections import namedtuple
 
-from occlint.model import Usage
-from occlint.toolchain.demangle import split_name
+# Kept free of occlint.model and the demangler: `occlint nvcc` runs this once per compile.
 
 FATBIN_MAGIC = 0xBA55ED50
 KIND_ELF = 2
@@ -24,6 +23,7 @@ EIATTR_REGCOUNT = 0x2F
 EIATTR_NUM_BARRIERS = 0x4C
 RESERVED_SMEM = 1024
 EIFMT_SVAL = 4
+STO_CUDA_ENTRY = 0x10                     # st_other bit of an entry function's symbol
 LACKS = ("spill_stores", "spill_loads")   # figures a cubin does not carry
 
 
@@ -31,15 +31,7 @@ class CubinError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Section:
-    name: str
-    type: int
-    flags: int
-    offset: int
-    size: int
-    link: int
-    info: int
+Section = namedtuple("Section", "name type flags offset size link info")
 
 
 def sections(data: bytes) -> list[Section]:
@@ -62,10 +54,10 @@ def sections(data: bytes) -> list[Section]:
     return out
 
 
-@dataclass
 class FatbinScan:
-    cubins: list[tuple[str, bytes]]   # (arch "sm_90", cubin ELF)
-    compressed: list[str]             # archs of ELF entries skipped because compressed
+    def __init__(self, cubins: list[tuple[str, bytes]], compressed: list[str]) -> None:
+        self.cubins = cubins           # (arch "sm_90", cubin ELF)
+        self.compressed = compressed   # archs of ELF entries skipped because compressed
 
 
 def _decompress(payload: bytes, flags: int, size: int) -> bytes | None:
@@ -135,17 +127,18 @@ def cubin_arch(cubin: bytes) -> str:
     return f"sm_{sm}"
 
 
-def _symbols(data: bytes, secs: list[Section]) -> list[str]:
+def _symbols(data: bytes, secs: list[Section]) -> list[tuple[str, int]]:
+    """(name, st_other) of every symbol, in index order."""
     symtab = next((s for s in secs if s.type == 2), None)  # SHT_SYMTAB
     if symtab is None:
         return []
     strtab = secs[symtab.link]
-    names = []
+    out = []
     for off in range(symtab.offset, symtab.offset + symtab.size, 24):
-        name = struct.unpack_from("<I", data, off)[0]
+        name, _info, other = struct.unpack_from("<IBB", data, off)
         start = strtab.offset + name
-        names.append(data[start:data.index(b"\0", start)].decode("utf-8", "replace"))
-    return names
+        out.append((data[start:data.index(b"\0", start)].decode("utf-8", "replace"), other))
+    return out
 
 
 def _attributes(data: bytes, sec: Section):
@@ -161,8 +154,26 @@ def _attributes(data: bytes, sec: Section):
             yield attr, struct.pack("<H", value)
 
 
-def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list[Usage]:
-    """Usage for every kernel (entry function) in a cubin."""
+def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list:
+    """model.Usage for every kernel (entry function) in a cubin."""
+    return [usage_from_record(r, unit) for r in cubin_records(cubin, arch)]
+
+
+def usage_from_record(record: dict, unit: str = ""):
+    """A sidecar/cubin record (mangled name and figures) -> model.Usage, demangled."""
+    from occlint.model import Usage
+    from occlint.toolchain.demangle import split_name
+
+    name, args = split_name(record["mangled"])
+    return Usage(kernel=name, template_args=args, source="cubin", unit=unit,
+                 **{k: record[k] for k in FIGURES}, arch=record["arch"], mangled=record["mangled"])
+
+
+FIGURES = ("registers", "static_smem", "barriers", "stack_frame")
+
+
+def cubin_records(cubin: bytes, arch: str | None = None) -> list[dict]:
+    """{mangled, arch, registers, static_smem, barriers, stack_frame} per entry function."""
     secs = sections(cubin)
     arch = arch or cubin_arch(cubin)
     syms = _symbols(cubin, secs)
@@ -177,7 +188,7 @@ def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list[U
             if len(payload) < 8:
                 continue
             sym, val = struct.unpack_from("<II", payload)
-            name = syms[sym] if sym < len(syms) else None
+            name = syms[sym][0] if sym < len(syms) else None
             if name is None:
                 continue
             if attr == EIATTR_REGCOUNT:
@@ -186,6 +197,7 @@ def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list[U
                 frame[name] = val
             elif attr == EIATTR_MAX_STACK_SIZE:
                 max_stack[name] = val
+    entries = {name for name, other in syms if other & STO_CUDA_ENTRY}
     reserved = any(s.name.startswith(".nv.shared.reserved.") for s in secs)
     out = []
     for sec in secs:
@@ -193,7 +205,7 @@ def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list[U
             continue  # one .nv.info.<k> per entry function
         mangled = sec.name[len(".nv.info."):]
         text = by_name.get(f".text.{mangled}")
-        if text is None:
+        if text is None or mangled not in entries:  # -rdc cubins have .nv.info for callees too
             continue
         regs = regcount.get(mangled, text.info >> 24)
         barriers = 0
@@ -204,10 +216,7 @@ def cubin_usage(cubin: bytes, arch: str | None = None, unit: str = "") -> list[U
         smem = shared.size if shared else 0
         if reserved and smem >= RESERVED_SMEM:
             smem -= RESERVED_SMEM
-        name, args = split_name(mangled)
-        out.append(Usage(
-            kernel=name, arch=arch, registers=regs, static_smem=smem,
-            barriers=barriers, stack_frame=frame.get(mangled, max_stack.get(mangled, 0)),
-            mangled=mangled, template_args=args, source="cubin", unit=unit,
-        ))
+        out.append({"mangled": mangled, "arch": arch, "registers": regs, "static_smem": smem,
+                    "barriers": barriers,
+                    "stack_frame": frame.get(mangled, max_stack.get(mangled, 0))})
     return out

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict
-from pathlib import Path
 
-from occlint.model import Usage
+# Kept light (no occlint.model at import): `occlint nvcc` runs once per compile.
 
 SUFFIX = ".occlint.json"
 FORMAT = 1
@@ -18,9 +16,9 @@ def sidecar_path(obj: str) -> str:
     return obj + SUFFIX
 
 
-def write_sidecar(obj: str, sources: list[str], usages: list[Usage], lacks: tuple[str, ...],
+def write_sidecar(obj: str, sources: list[str], records: list[dict], lacks: tuple[str, ...],
                   compressed: list[str]) -> str:
-    """Write atomically beside `obj`; returns the sidecar path."""
+    """Write atomically beside `obj` (records: cubin.cubin_records); returns the sidecar path."""
     data = {
         "format": FORMAT,
         "tool": "occlint nvcc",
@@ -28,7 +26,7 @@ def write_sidecar(obj: str, sources: list[str], usages: list[Usage], lacks: tupl
         "sources": [os.path.abspath(s) for s in sources],
         "lacks": list(lacks),                 # figures the cubin does not record
         "compressed_skipped": compressed,     # archs whose cubins could not be read
-        "usages": [{**asdict(u), "template_args": list(u.template_args)} for u in usages],
+        "kernels": records,
     }
     path = sidecar_path(obj)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".occlint-")
@@ -37,14 +35,15 @@ def write_sidecar(obj: str, sources: list[str], usages: list[Usage], lacks: tupl
             json.dump(data, fh, indent=1)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        os.unlink(tmp)
         raise
     return path
 
 
 def read_sidecar(path: str | os.PathLike) -> dict | None:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -52,10 +51,12 @@ def read_sidecar(path: str | os.PathLike) -> dict | None:
     return data
 
 
-def load_sidecars(build_dir: str | os.PathLike) -> dict[str, tuple[Usage, ...]]:
+def load_sidecars(build_dir: str | os.PathLike) -> dict[str, tuple]:
     """Absolute source path -> its usage, merged over every sidecar under `build_dir`
     (an object compiled twice counts once per (entry, arch)). Unreadable sidecars are skipped."""
-    merged: dict[str, dict[tuple[str, str], Usage]] = {}
+    from occlint.toolchain.cubin import usage_from_record
+
+    merged: dict[str, dict] = {}
     for dirpath, dirnames, filenames in os.walk(build_dir):
         dirnames.sort()
         for name in sorted(filenames):
@@ -66,11 +67,10 @@ def load_sidecars(build_dir: str | os.PathLike) -> dict[str, tuple[Usage, ...]]:
                 continue
             for source in data.get("sources", []):
                 slot = merged.setdefault(source, {})
-                for raw in data.get("usages", []):
+                for raw in data.get("kernels", []):
                     try:
-                        u = Usage(**{**raw, "template_args": tuple(raw.get("template_args", ())),
-                                     "unit": source})
-                    except TypeError:
+                        u = usage_from_record(raw, source)
+                    except (KeyError, TypeError):
                         continue
                     slot.setdefault((u.mangled, u.arch), u)
     return {src: tuple(v.values()) for src, v in sorted(merged.items())}
