@@ -1,0 +1,92 @@
+"""The pre-commit hooks with the real `pre-commit try-repo` in a temporary git repository.
+
+pre-commit builds the hook's virtualenv from a snapshot of this checkout (tracked and untracked,
+not ignored, files: what try-repo itself would snapshot), once per session, under a session
+PRE_COMMIT_HOME. It installs occlint from PyPI-style sources, so it needs the package index.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = """\
+__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+void run(float* x) {
+    scale<<<4096, 100>>>(x, 2.0f, 409600);
+}
+"""
+CLEAN = BAD.replace("<<<4096, 100>>>", "<<<4096, 128>>>").replace("409600", "524288")
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
+       "-c", "init.defaultBranch=main"]
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory):
+    """(snapshot repository of this checkout, its commit, PRE_COMMIT_HOME)."""
+    snap = tmp_path_factory.mktemp("occlint-snapshot")
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():
+            (snap / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, snap / name)
+    git(snap, "init", "-q")
+    git(snap, "add", "-A")
+    git(snap, "commit", "-q", "-m", "snapshot")
+    return snap, git(snap, "rev-parse", "HEAD").strip(), tmp_path_factory.mktemp("pre-commit-home")
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.occlint]\narch = ["sm_90"]\n')
+    (tmp_path / "bad.cu").write_text(BAD)
+    (tmp_path / "clean.cu").write_text(CLEAN)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "project")
+    return tmp_path
+
+
+def try_repo(hook_repo, project, hook, *args) -> subprocess.CompletedProcess:
+    snap, rev, home = hook_repo
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(snap), hook, "--ref", rev, *args],
+        cwd=project, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_hook_fails_on_the_bad_file_and_names_the_finding(hook_repo, project):
+    r = try_repo(hook_repo, project, "occlint", "--all-files")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "bad.cu:7:19: OCC031" in out
+    assert "clean.cu:" not in out
+    assert "Traceback" not in out
+
+
+def test_hook_passes_on_the_clean_file(hook_repo, project):
+    r = try_repo(hook_repo, project, "occlint", "--files", "clean.cu", "pyproject.toml")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Passed" in r.stdout
+
+
+def test_fix_hook_rewrites_the_bad_file(hook_repo, project):
+    r = try_repo(hook_repo, project, "occlint-fix", "--files", "bad.cu")
+    assert r.returncode == 1, r.stdout + r.stderr        # pre-commit fails a hook that edits files
+    assert "scale<<<4096, 128>>>" in (project / "bad.cu").read_text()
+    assert (project / "clean.cu").read_text() == CLEAN
