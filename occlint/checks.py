@@ -122,7 +122,7 @@ def _occ():
 
 def compute(site: Site, regs: int | None = None, smem: int | None = None, block: int | None = None):
     regs = (site.usage.registers if site.usage else 0) if regs is None else regs
-    barriers = site.usage.barriers if site.usage and site.usage.barriers else 1
+    barriers = site.usage.barriers if site.usage else 1
     return _occ().compute(
         site.arch, block or site.block, regs, site.static_smem if smem is None else smem,
         site.dynamic_smem, max_dynamic_smem=site.max_dynamic_smem, carveout=site.carveout,
@@ -219,14 +219,22 @@ def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None
 
 def _specialize(sf: SourceFile, kernel: Kernel, values: tuple) -> tuple[LaunchBounds | None, list | None]:
     """Launch bounds and shared decls with template parameters bound, when the parser can."""
-    if not kernel.template_params or not values or any(v is None for v in values):
+    if not kernel.template_params or not values:
         return kernel.launch_bounds, None
     try:
         from occlint.source import specialize
-        spec = specialize(sf, kernel, dict(zip(kernel.template_params, values, strict=False)))
+        spec = specialize(sf, kernel, tuple(values))
     except Exception:
         return kernel.launch_bounds, None
-    return getattr(spec, "launch_bounds", kernel.launch_bounds), list(getattr(spec, "shared", []) or []) or None
+    return spec.launch_bounds, list(spec.shared)
+
+
+def _launch_args(launch: Launch) -> tuple:
+    try:
+        from occlint.source import launch_template_args
+        return launch_template_args(launch)
+    except ImportError:
+        return tuple(launch.template_values)
 
 
 def _find_kernel(sf: SourceFile, launch: Launch) -> Kernel | None:
@@ -346,9 +354,11 @@ def _static_limits(kf: KernelFacts) -> None:
     else:
         return
     for d in static:
-        if len(d.dims) != 1 or d.dims[0] is None or d.template_dependent or not d.indices:
+        if len(d.dims) != 1 or d.dims[0] is None or not d.indices or d.other_uses:
             continue
-        if all(i.thread_derived for i in d.indices) and d.dims[0] > largest:
+        thread_only = all(i.thread_derived or (i.constant is not None and 0 <= i.constant < largest)
+                          for i in d.indices)
+        if thread_only and any(i.thread_derived for i in d.indices) and d.dims[0] > largest:
             kf.oversized.append((d, largest))
 
 
@@ -370,7 +380,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
         evaluated = True
         if launch.dynamic_smem is None:
             continue
-        bounds, shared = _specialize(facts.source, k, launch.template_values)
+        bounds, shared = _specialize(facts.source, k, _launch_args(launch))
         u = usage_for(kf, arch, launch)
         static = u.static_smem if u else _static_total(kf, shared)
         site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
@@ -383,7 +393,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     instances = kf.usages.get(arch, []) or [None]
     for u in instances:
         values = tuple(u.template_args) if u and k.template_params else ()
-        b, shared = _specialize(facts.source, k, tuple(_int(v) for v in values)) if values else (bounds, None)
+        b, shared = _specialize(facts.source, k, tuple(_int(v) if _int(v) is not None else v for v in values)) if values else (bounds, None)
         if b is None or not b.max_threads:
             continue
         static = u.static_smem if u else _static_total(kf, shared)
@@ -775,7 +785,7 @@ def launch_exceeds_bounds(facts: Facts) -> Iterator[Hit]:
         for launch in kf.launches:
             if launch.span.start in seen or launch.block.total is None or launch.dynamic_smem is not None:
                 continue
-            bound = _specialize(facts.source, kf.kernel, launch.template_values)[0] or lb
+            bound = _specialize(facts.source, kf.kernel, _launch_args(launch))[0] or lb
             if bound and bound.max_threads and launch.block.total > bound.max_threads:
                 seen.add(launch.span.start)
                 values = {"kernel": _label(kf.kernel, launch.template_args), "block": launch.block.total,

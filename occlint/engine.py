@@ -165,16 +165,20 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
             result.errors.append(str(exc))
     cuda = [p for p in sources if p in texts]
     errors_by_file: dict[str, list[CompileError]] = {}
+    report = None
     if usage is None:
-        usage, report_errors = _collect(cuda, config, jobs, result)
-        for err in report_errors:
+        report = _collect(cuda, config, jobs, result)
+        usage = dict(report.usages) if report else {}
+        for err in (report.errors if report else []):
             errors_by_file.setdefault(_match_path(err.path, err.unit, cuda), []).append(err)
     if not config.arch:
-        config = _with_archs(config, usage)
+        config = _with_archs(config, usage, report)
     all_usage = [u for us in usage.values() for u in us]
     for path in cuda:
         file_usage = _lookup(usage, path)
-        if not file_usage and path.endswith((".cuh", ".h", ".hpp")):
+        if not file_usage and report is not None:
+            file_usage = list(report.usage_for(path))
+        elif not file_usage and path.endswith((".cuh", ".h", ".hpp")):
             file_usage = all_usage
         result.findings.extend(lint_source(texts[path], path, file_usage, config,
                                            compile_errors=errors_by_file.get(path, ())))
@@ -189,9 +193,10 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     return result
 
 
-def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]]) -> Config:
+def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]], report=None) -> Config:
     import dataclasses
-    archs = tuple(sorted({u.arch for us in usage.values() for u in us}))
+    archs = tuple(report.archs) if report is not None and report.archs else \
+        tuple(sorted({u.arch for us in usage.values() for u in us}))
     if not archs:
         try:
             from occlint.toolchain import archs_for
@@ -212,16 +217,11 @@ def _match_path(path: str, unit: str, candidates: Sequence[str]) -> str:
 
 
 def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: LintResult):
-    """Usage from the toolchain; without nvcc a notice says the register rules are off."""
+    """The toolchain's UsageReport; without nvcc its notice says the register rules are off."""
     if not cuda:
-        return {}, []
-    try:
-        from occlint.toolchain import collect_usage
-    except ImportError:
-        result.notices.append("the toolchain is not available: register-based rules are off")
-        return {}, []
+        return None
+    from occlint.toolchain import collect_usage
     report = collect_usage(list(cuda), config, jobs=jobs)
-    if getattr(report, "notice", None):
+    if report.notice:
         result.notices.append(report.notice)
-    usages = {path: tuple(us) for path, us in (report.usages or {}).items()}
-    return usages, list(report.errors or [])
+    return report

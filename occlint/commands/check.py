@@ -26,7 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", metavar="NAME", help="GPU for SM counts (default: h100)")
     parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
     parser.add_argument("--config", metavar="FILE", help="config file, or an inline `key = value`")
-    parser.add_argument("--output-format", default="full", metavar="FORMAT", help=FORMATS_HELP)
+    parser.add_argument("--output-format", action="append", type=_csv, metavar="FORMAT[:FILE]",
+                        help=FORMATS_HELP + "; several at once, each but one to a file: "
+                             "`--output-format github,sarif:occlint.sarif`")
+    parser.add_argument("--output-file", metavar="FILE", help="write the output to FILE instead of stdout")
+    parser.add_argument("--diff-base", metavar="REF",
+                        help="report only findings on lines changed since the merge-base with REF")
+    parser.add_argument("--baseline", metavar="FILE", help="hide the findings recorded by `occlint baseline`")
+    parser.add_argument("--lock", metavar="FILE", help="report resource regressions (OCC050) against this lockfile")
     parser.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel compiles")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
 
@@ -70,21 +77,29 @@ def load(args):
 def run(args) -> int:
     import sys
 
+    from occlint import baseline, diffbase, lock
     from occlint import fix as fixing
     from occlint.emit import EMITTERS, TEXT_FORMATS
     from occlint.engine import lint_paths
     from occlint.errors import OcclintError
 
-    if args.output_format not in EMITTERS:
-        raise OcclintError(f"unknown output format `{args.output_format}`; choose one of {', '.join(EMITTERS)}")
-    config = load(args)
+    outputs = _outputs(args, EMITTERS)
+    config = lock.with_lock(load(args), args.lock)
+    changed = diffbase.changed_lines(args.diff_base, config.root) if args.diff_base else None
+    known = baseline.load(args.baseline) if args.baseline else None
     result = lint_paths(args.paths, config, jobs=config.jobs)
     for notice in result.notices:
-        print(f"occlint: notice: {notice}", file=sys.stderr)
+        print(notice if notice.startswith("occlint:") else f"occlint: notice: {notice}", file=sys.stderr)
     for error in result.errors:
         print(f"occlint: error: {error}", file=sys.stderr)
 
     findings = result.findings
+    if changed is not None:
+        findings = diffbase.keep_changed(findings, *changed)
+    if known is not None:
+        findings, hidden = baseline.filter_known(findings, known, root=config.root, sources=result.sources)
+        if hidden:
+            print(f"occlint: {hidden} known finding{'s' * (hidden != 1)} hidden by {args.baseline}", file=sys.stderr)
     fixed_count = 0
     if args.diff or args.fix:
         by_file: dict[str, list] = {}
@@ -113,15 +128,48 @@ def run(args) -> int:
             return 1 if fixed_count and not args.exit_zero else 0
         findings = sorted(remaining, key=lambda f: (f.path, f.span.line, f.span.column, f.code))
 
-    out = EMITTERS[args.output_format](findings, root=config.root, sources=result.sources)
-    sys.stdout.write(out)
+    stdout_format = None
+    for name, file in outputs:
+        out = EMITTERS[name](findings, root=config.root, sources=result.sources)
+        if file is None:
+            sys.stdout.write(out)
+            stdout_format = name
+            continue
+        try:
+            with open(file, "w", encoding="utf-8") as fh:
+                fh.write(out)
+        except OSError as exc:
+            raise OcclintError(f"cannot write {file}: {exc.strerror or exc}") from None
     if args.statistics:
         sys.stdout.write(_statistics(findings))
-    if args.output_format in TEXT_FORMATS:
+    if stdout_format in TEXT_FORMATS:
+        sys.stdout.write("\n" if findings and stdout_format == "full" else "")
         sys.stdout.write(_summary(findings, fixed_count, args.unsafe_fixes))
     if result.errors:
         return 2
     return 1 if findings and not args.exit_zero else 0
+
+
+def _outputs(args, emitters) -> list[tuple[str, str | None]]:
+    """(format, file or None for stdout) from --output-format FORMAT[:FILE],... and --output-file."""
+    from occlint.errors import OcclintError
+
+    specs = [spec for group in (args.output_format or [["full"]]) for spec in group]
+    outputs = []
+    for spec in specs:
+        name, _, file = spec.partition(":")
+        if name not in emitters:
+            raise OcclintError(f"unknown output format `{name}`; choose one of {', '.join(emitters)}")
+        outputs.append((name, file or None))
+    on_stdout = [name for name, file in outputs if file is None]
+    if len(on_stdout) > 1:
+        raise OcclintError(f"only one output format can go to stdout ({', '.join(on_stdout)} were "
+                           "asked for): give the others a file, as in `sarif:occlint.sarif`")
+    if args.output_file:
+        if not on_stdout:
+            raise OcclintError("--output-file needs an output format without its own file")
+        outputs = [(name, file or args.output_file) for name, file in outputs]
+    return outputs
 
 
 def _write(path: str, text: str) -> None:
