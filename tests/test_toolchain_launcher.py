@@ -1,0 +1,112 @@
+"""`occlint nvcc` as CMAKE_CUDA_COMPILER_LAUNCHER in a real CMake + Ninja build, `occlint report`,
+`occlint doctor` and `occlint clean`."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from occlint.toolchain import load_sidecars
+
+PROJECT = Path(__file__).parent / "cmake_project"
+OBJECTS = ("CMakeFiles/demo.dir/scale.cu.o", "CMakeFiles/demo.dir/reduce.cu.o")
+
+
+def _build(src: Path, build: Path, nvcc: str, launcher: bool) -> None:
+    cmd = ["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja",
+           f"-DCMAKE_CUDA_COMPILER={nvcc}", "-DCMAKE_CUDA_ARCHITECTURES=90"]
+    if launcher:
+        cmd.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};-m;occlint;nvcc;--")
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    subprocess.run(["ninja", "-C", str(build)], check=True, capture_output=True, timeout=300)
+
+
+def _normalized(obj: Path) -> bytes:
+    # nvcc names its temp files tmpxft_<pid>_..., and that name lands in the object: it is the
+    # one part that differs between any two runs of nvcc, with or without a launcher
+    return re.sub(rb"tmpxft_[0-9a-f]{8}_", b"tmpxft_PID_", obj.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory, nvcc_path):
+    if not (shutil.which("cmake") and shutil.which("ninja")):
+        pytest.skip("cmake and ninja are needed for the launcher test")
+    tmp = tmp_path_factory.mktemp("cmake")
+    src = tmp / "src"
+    shutil.copytree(PROJECT, src)
+    _build(src, tmp / "plain", nvcc_path, launcher=False)
+    _build(src, tmp / "launched", nvcc_path, launcher=True)
+    return src, tmp / "plain", tmp / "launched"
+
+
+def test_objects_identical_and_sidecars_written(builds):
+    src, plain, launched = builds
+    for obj in OBJECTS:
+        a, b = plain / obj, launched / obj
+        assert a.stat().st_size == b.stat().st_size
+        assert _normalized(a) == _normalized(b), obj
+        assert not Path(str(a) + ".occlint.json").exists()
+        assert Path(str(b) + ".occlint.json").exists()
+    usage = load_sidecars(launched)
+    assert set(usage) == {str(src / "scale.cu"), str(src / "reduce.cu")}
+    (scale,) = usage[str(src / "scale.cu")]
+    (block,) = usage[str(src / "reduce.cu")]
+    assert (scale.kernel, scale.arch, scale.static_smem, scale.source) == (
+        "demo::scale", "sm_90", 0, "cubin")
+    assert (block.kernel, block.template_args, block.static_smem, block.barriers) == (
+        "block_sum", ("256",), 1024, 1)
+    assert block.registers > 0 and scale.registers > 0
+
+
+def test_report_usage(builds):
+    _src, _plain, launched = builds
+    proc = run_cli("report", str(launched), "--usage")
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"block_sum<256>\s+sm_90\s+\d+\s+1024\s+1", proc.stdout)
+    assert "demo::scale" in proc.stdout
+    empty = run_cli("report", str(_plain))
+    assert empty.returncode == 2 and "no *.occlint.json" in empty.stderr
+
+
+def test_launcher_keeps_output_and_exit_code(tmp_path, nvcc_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text("__global__ void k(float* p) { p[0] = nope; }\n")
+    cmd = [nvcc_path, "-arch=sm_90", "-c", str(bad), "-o", str(tmp_path / "bad.o")]
+    direct = subprocess.run(cmd, capture_output=True, text=True)
+    launched = run_cli("nvcc", "--", *cmd)
+    assert direct.returncode != 0
+    assert (launched.returncode, launched.stdout, launched.stderr) == (
+        direct.returncode, direct.stdout, direct.stderr)
+    assert not list(tmp_path.glob("*.occlint.json"))
+    version = run_cli("nvcc", "--", nvcc_path, "--version")
+    assert version.returncode == 0 and "Cuda compilation tools" in version.stdout
+
+
+def test_doctor_and_clean(tmp_path, nvcc_path):
+    env = {"CUDACXX": nvcc_path}
+    doctor = run_cli("doctor", "--nvcc", nvcc_path, cwd=tmp_path, env=env)
+    assert doctor.returncode == 0, doctor.stderr
+    assert f"nvcc                   {os.path.realpath(nvcc_path)}" in doctor.stdout
+    assert re.search(r"supported archs\s+sm_75 .*sm_90", doctor.stdout)
+    assert "compile_commands.json  not found" in doctor.stdout
+    (tmp_path / "k.cu").write_text("__global__ void k(float* p) { p[0] = 1; }\n")
+    from occlint.config import Config
+    from occlint.toolchain import collect_usage
+    collect_usage([str(tmp_path / "k.cu")], Config(root=str(tmp_path), nvcc=nvcc_path,
+                                                    arch=("sm_90",)))
+    doctor = run_cli("doctor", "--nvcc", nvcc_path, cwd=tmp_path)
+    assert re.search(r"cache\s+.*\.occlint_cache \(1 entries", doctor.stdout)
+    (tmp_path / "notacache").mkdir()
+    refused = run_cli("clean", "--cache-dir", "notacache", cwd=tmp_path)
+    assert refused.returncode == 2 and "refusing" in refused.stderr
+    assert (tmp_path / "notacache").is_dir()
+    cleaned = run_cli("clean", cwd=tmp_path)
+    assert cleaned.returncode == 0 and not (tmp_path / ".occlint_cache").exists()
+    assert (tmp_path / "k.cu").exists()

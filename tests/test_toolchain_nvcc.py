@@ -1,0 +1,152 @@
+"""collect_usage with the real nvcc: figures, templates, errors, cache, timeouts, flags."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from occlint.config import Config
+from occlint.toolchain import collect_usage
+
+HEADER = """\
+#pragma once
+template <int BLOCK>
+__global__ void tile_sum(const float* in, float* out) {
+    __shared__ float tile[BLOCK];
+    tile[threadIdx.x] = in[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = tile[BLOCK - 1];
+}
+"""
+UNIT = """\
+#include "tile.cuh"
+namespace app {
+__global__ void saxpy(float a, const float* x, float* y) { y[threadIdx.x] += a * x[threadIdx.x]; }
+}
+void run(const float* in, float* out) {
+    tile_sum<128><<<1, 128>>>(in, out);
+    tile_sum<512><<<1, 512>>>(in, out);
+}
+"""
+BAD = """\
+__global__ void broken(float* p) {
+    p[0] = not_declared;
+}
+"""
+
+
+@pytest.fixture
+def project(tmp_path, nvcc_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "tile.cuh").write_text(HEADER)
+    (tmp_path / "app.cu").write_text(UNIT)
+    (tmp_path / "bad.cu").write_text(BAD)
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, include_dirs=("inc",),
+                    arch=("sm_80", "sm_90"))
+    return tmp_path, config
+
+
+def _ptxas_registers(nvcc, path, arch, flags):
+    """ptxas's own report, read with a separate regex: mangled name -> (registers, smem)."""
+    out = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *flags, "-o",
+                          str(path) + ".cubin", str(path)], capture_output=True, text=True)
+    found = {}
+    for name, regs, smem in re.findall(
+            r"entry function '(\w+)'.*?Used (\d+) registers[^\n]*?(?:(\d+) bytes smem|\n)",
+            out.stdout + out.stderr, re.S):
+        found[name] = (int(regs), int(smem or 0))
+    return found
+
+
+def test_figures_templates_errors_and_cache(project, nvcc_path):
+    root, config = project
+    app, bad, header = str(root / "app.cu"), str(root / "bad.cu"), str(root / "inc" / "tile.cuh")
+    report = collect_usage([str(root)], config, jobs=2)
+    assert report.archs == ("sm_80", "sm_90") and report.compiled == 4 and report.cached == 0
+    usages = report.usages[app]
+    # every figure equals ptxas's own report, for both archs
+    for arch in ("sm_80", "sm_90"):
+        direct = _ptxas_registers(nvcc_path, root / "app.cu", arch, ["-I", str(root / "inc")])
+        mine = {u.mangled: (u.registers, u.static_smem) for u in usages if u.arch == arch}
+        assert mine == direct and len(mine) == 3
+    # template instantiations carry their arguments; the smem follows BLOCK
+    tiles = sorted((u.template_args, u.static_smem) for u in usages
+                   if u.kernel == "tile_sum" and u.arch == "sm_90")
+    assert tiles == [(("128",), 512), (("512",), 2048)]
+    assert {u.kernel for u in usages} == {"tile_sum", "app::saxpy"}
+    # the header's kernels are reachable through the unit that includes it
+    assert {u.kernel for u in report.usage_for(header)} == {"tile_sum", "app::saxpy"}
+    # a compile error is reported at the compiler's line, for each arch; other files still ran
+    assert [(e.path, e.line, e.arch, e.kind) for e in report.errors] == [
+        (bad, 2, "sm_80", "error"), (bad, 2, "sm_90", "error")]
+    assert "not_declared" in report.errors[0].message and report.usages[bad] == ()
+
+    # warm: nothing compiles, same answer
+    warm = collect_usage([str(root)], config, jobs=2)
+    assert (warm.compiled, warm.cached) == (0, 4)
+    assert warm.usages == report.usages and warm.errors == report.errors
+
+    # rewriting a file with the same bytes changes nothing (content-addressed)
+    (root / "bad.cu").write_text(BAD)
+    assert collect_usage([str(root)], config).compiled == 0
+
+    # a header change recompiles only the unit that includes it
+    (root / "inc" / "tile.cuh").write_text(HEADER.replace("tile[BLOCK]", "tile[2 * BLOCK]"))
+    changed = collect_usage([str(root)], config, jobs=2)
+    assert (changed.compiled, changed.cached) == (2, 2)
+    assert sorted(u.static_smem for u in changed.usages[app]
+                  if u.kernel == "tile_sum" and u.arch == "sm_90") == [1024, 4096]
+
+    # a corrupt entry is ignored and rebuilt
+    entries = sorted((root / ".occlint_cache").glob("*/*.json"))
+    assert len(entries) >= 4
+    for entry in entries:
+        entry.write_text("{\"format\": 1, \"deps\": [[")
+    rebuilt = collect_usage([str(root)], config, jobs=2)
+    assert rebuilt.compiled == 4 and rebuilt.usages == changed.usages
+    assert all(json.loads(e.read_text())["format"] == 1 for e in entries)
+
+    # --no-cache compiles and writes nothing new
+    nocache = Config(**{**config.__dict__, "no_cache": True, "arch": ("sm_90",)})
+    assert collect_usage([app], nocache).compiled == 1
+
+
+def test_missing_header_is_fatal_and_not_cached(tmp_path, nvcc_path):
+    (tmp_path / "m.cu").write_text('#include "later.cuh"\n__global__ void k(float* p) { p[0] = V; }\n')
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",))
+    first = collect_usage([str(tmp_path / "m.cu")], config)
+    (err,) = first.errors
+    assert (err.line, err.column, err.kind) == (1, 10, "fatal") and "later.cuh" in err.message
+    (tmp_path / "later.cuh").write_text("#define V 1.0f\n")
+    second = collect_usage([str(tmp_path / "m.cu")], config)
+    assert second.compiled == 1 and second.errors == []
+    assert [u.kernel for u in second.usages[str(tmp_path / "m.cu")]] == ["k"]
+
+
+def test_timeout_becomes_an_error_not_a_hang(tmp_path, nvcc_path):
+    (tmp_path / "t.cu").write_text(UNIT.replace('#include "tile.cuh"', HEADER))
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",), compile_timeout=0.05)
+    report = collect_usage([str(tmp_path / "t.cu")], config)
+    (err,) = report.errors
+    assert err.kind == "timeout" and "timed out after 0.05 s" in err.message
+    assert not list(tmp_path.glob(".occlint_cache/*/*.json"))
+
+
+def test_flags_and_archs_from_compile_commands(tmp_path, nvcc_path):
+    src = tmp_path / "cc.cu"
+    src.write_text("__global__ void k(float* p) { __shared__ float s[N]; s[threadIdx.x] = p[0];"
+                   " __syncthreads(); p[1] = s[N - 1 - threadIdx.x]; }\n")
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(build), "file": str(src),
+        "command": f"{nvcc_path} -DN=300 --generate-code=arch=compute_86,code=[compute_86,sm_86]"
+                   f" -x cu -c {src} -o cc.o"}]))
+    config = Config(root=str(tmp_path))
+    report = collect_usage([str(src)], config)
+    assert report.archs == ("sm_86",)
+    (u,) = report.usages[str(src)]
+    assert (u.arch, u.static_smem) == ("sm_86", 1200)
