@@ -92,3 +92,38 @@ def test_missing_or_bad_baseline_is_an_occlint_error(tmp_path):
     bad.write_text('{"version": 99, "findings": []}')
     with pytest.raises(OcclintError, match="unsupported version"):
         baseline.load(str(bad))
+
+
+KERNEL = """\
+__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+void run(float* x) {
+    scale<<<4096, 100>>>(x, 2.0f, 409600);
+}
+"""
+
+
+def test_baseline_cli_round_trip(tmp_path):
+    from conftest import run_cli
+
+    (tmp_path / "pyproject.toml").write_text('[tool.occlint]\narch = ["sm_90"]\nselect = ["OCC031"]\n')
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL)
+    r = run_cli("baseline", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Wrote 1 finding to occlint-baseline.json" in r.stderr
+    assert run_cli("check", "--baseline", "occlint-baseline.json", cwd=tmp_path).returncode == 0
+    # lines move: still known
+    src.write_text("// moved down\n#include <cstdio>\n" + KERNEL)
+    assert run_cli("check", "--baseline", "occlint-baseline.json", cwd=tmp_path).returncode == 0
+    # a new mistake shows, the known one stays hidden
+    src.write_text("// moved down\n#include <cstdio>\n" + KERNEL.replace(
+        "}\n\nvoid run", "}\n\nvoid run2(float* x) { scale<<<4096, 96 + 4>>>(x, 1.0f, 8); }\nvoid run"))
+    r = run_cli("check", "--output-format", "concise", "--baseline", "occlint-baseline.json", cwd=tmp_path)
+    assert r.returncode == 1
+    assert [line.split(": ")[0] for line in r.stdout.splitlines() if "OCC031" in line] == ["k.cu:8:37"]
+    missing = run_cli("check", "--baseline", "nope.json", cwd=tmp_path)
+    assert missing.returncode == 2 and "baseline file not found: nope.json" in missing.stderr

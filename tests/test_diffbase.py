@@ -81,3 +81,38 @@ def test_parse_diff_hunks_and_deletions():
         '--- a/"sp\\303\\244ce.cu"\n+++ "b/sp\\303\\244ce.cu"\n@@ -1 +1 @@\n-x\n+y\n'
     )
     assert parse_diff(diff) == {"x.cu": {3, 21, 22, 23}, "späce.cu": {1}}
+
+
+KERNEL = """\
+__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+void run(float* x) {
+    scale<<<4096, 100>>>(x, 2.0f, 409600);
+}
+"""
+
+
+def test_check_diff_base_cli(tmp_path):
+    from conftest import run_cli
+
+    (tmp_path / "pyproject.toml").write_text('[tool.occlint]\narch = ["sm_90"]\nselect = ["OCC031"]\n')
+    (tmp_path / "old.cu").write_text(KERNEL)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    git(tmp_path, "checkout", "-q", "-b", "topic")
+    (tmp_path / "new.cu").write_text(KERNEL.replace("scale", "scale2"))
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "new kernel")
+
+    everything = run_cli("check", "--output-format", "concise", cwd=tmp_path)
+    assert everything.returncode == 1 and "old.cu" in everything.stdout and "new.cu" in everything.stdout
+    r = run_cli("check", "--output-format", "concise", "--diff-base", "main", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "new.cu:7:20: OCC031" in r.stdout and "old.cu" not in r.stdout
+    bad = run_cli("check", "--diff-base", "no-such-ref", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr == "occlint: error: --diff-base: `no-such-ref` is not a branch, tag or commit in this repository\n"
