@@ -109,6 +109,8 @@ def scan_setup_py(text: str) -> list[FlagHit]:
     except Exception:
         return []
     positions = wrapper.resolve(PositionProvider)
+    from libcst.metadata import ParentNodeProvider
+    parents = wrapper.resolve(ParentNodeProvider)
     line_starts = [0]
     for line in text.splitlines(keepends=True):
         line_starts.append(line_starts[-1] + len(line))
@@ -116,8 +118,8 @@ def scan_setup_py(text: str) -> list[FlagHit]:
 
     class Visitor(cst.CSTVisitor):
         def visit_SimpleString(self, node: cst.SimpleString) -> None:
-            if "maxrregcount" not in node.value:
-                return
+            if "maxrregcount" not in node.value or isinstance(parents.get(node), cst.Expr):
+                return      # docstrings and bare string statements are prose
             pos = positions[node]
             start = line_starts[pos.start.line - 1] + pos.start.column
             raw = node.value

@@ -249,7 +249,9 @@ def _check_code(code: str, key: str, where: str) -> str:
         return "OCC"
     if any(c.startswith(code) for c in registry.RULES) and code.startswith("OCC"):
         return code
-    hint = difflib.get_close_matches(code, list(registry.RULES), n=1, cutoff=0.6)
+    digits = "OCC" + code[3:].replace("O", "0").replace("I", "1").replace("L", "1")
+    hint = [digits] if any(c.startswith(digits) for c in registry.RULES) else \
+        difflib.get_close_matches(code, list(registry.RULES), n=1, cutoff=0.6)
     suggestion = f"; did you mean `{hint[0]}`?" if hint else "; see `occlint rules`"
     raise OcclintError(f"{where}: `{key}` names unknown rule code `{code}`{suggestion}")
 

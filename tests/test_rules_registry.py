@@ -1,0 +1,81 @@
+"""rules/*.toml, check functions and fixtures line up one to one; templates match the values."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import FIXTURES, run_cli
+
+from occlint import checks, registry
+
+# rules whose findings come from another part (the lockfile comparison of `occlint lock`)
+ELSEWHERE = {"OCC050"}
+CODES = sorted(registry.RULES)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_rule_has_check_and_fixture(code):
+    rule = registry.RULES[code]
+    assert re.fullmatch(r"[a-z]+(-[a-z]+)+", rule.name), rule.name
+    assert rule.severity in registry.SEVERITIES
+    assert rule.summary and rule.message and rule.rationale.strip()
+    if code in ELSEWHERE:
+        return
+    assert code in checks.CHECKS, f"no check function registered for {code}"
+    assert list(FIXTURES.glob(f"{code}*.cu")) or (FIXTURES / code).is_dir(), f"no fixture for {code}"
+
+
+def test_every_check_has_a_rule():
+    assert set(checks.CHECKS) <= set(registry.RULES)
+
+
+def test_every_fixture_names_a_rule():
+    for path in FIXTURES.glob("OCC*"):
+        assert path.name[:6] in registry.RULES, path.name
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_rule_page_renders(code):
+    page = registry.page(code)
+    assert page.startswith(f"# {code} {registry.RULES[code].name}")
+
+
+def test_render_fills_templates_and_variants():
+    text = registry.render("OCC031", block=100, idle=28, rounded=128)
+    assert text == "block of 100 threads is not a multiple of 32: its last warp runs with 28 idle lanes; use 128 threads/block"
+    assert "opts in to only 1024" in registry.render("OCC022", "too_small", kernel="k", dynamic_smem=65536, opted=1024)
+
+
+def test_percentages_format_like_nsight():
+    assert f"{checks.Pct(0.75)}" == "75%"
+    assert f"{checks.Pct(2 / 3)}" == "66.7%"
+
+
+def test_selection_is_ruff_like():
+    from occlint.config import Config
+
+    assert registry.is_enabled("OCC010", Config())
+    assert not registry.is_enabled("OCC010", Config(ignore=("OCC01",)))
+    assert registry.is_enabled("OCC010", Config(ignore=("OCC0",), extend_select=("OCC010",)))
+    assert not registry.is_enabled("OCC031", Config(select=("OCC01",)))
+    cfg = Config(per_file_ignores=(("legacy/*", ("OCC031",)),), root="/p")
+    assert not registry.is_enabled("OCC031", cfg, "/p/legacy/a.cu")
+    assert registry.is_enabled("OCC031", cfg, "/p/src/a.cu")
+
+
+def test_rule_and_rules_commands():
+    r = run_cli("rule", "OCC010")
+    assert r.returncode == 0 and r.stdout.startswith("# OCC010 register-cliff")
+    r = run_cli("rule", "register-cliff")
+    assert r.returncode == 0 and "OCC010" in r.stdout
+    r = run_cli("rule", "OCC011x")
+    assert r.returncode == 2 and "did you mean `OCC011`" in r.stderr
+    r = run_cli("rules")
+    assert r.returncode == 0 and all(code in r.stdout for code in CODES)
+
+
+def test_docs_are_generated_from_the_toml(tmp_path):
+    written = registry.write_docs(tmp_path)
+    assert {p.stem for p in written} == set(CODES)
+    assert (tmp_path / "OCC020.md").read_text() == registry.page("OCC020")
