@@ -77,3 +77,70 @@ def test_bad_lockfiles(tmp_path):
     bad.write_text('{"version": 1, "kernels": [{"kernel": "k"}]}')
     with pytest.raises(OcclintError, match="is not an occlint lockfile"):
         lock.load(str(bad))
+
+
+# --- OCC050 through lint_source (recorded usage) and the CLI (real nvcc) ---------------------
+
+KERNEL = """\
+__global__ void attn_fwd(const float* q, float* o, int n) {
+    float v[WIDTH];
+#pragma unroll
+    for (int j = 0; j < WIDTH; ++j) v[j] = q[threadIdx.x + j * n];
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < WIDTH; ++j)
+#pragma unroll
+        for (int k = j; k < WIDTH; ++k) s += v[j] * v[k];
+    o[threadIdx.x] = s;
+}
+
+void run(const float* q, float* o, int n) {
+    attn_fwd<<<1024, 256>>>(q, o, n);
+}
+"""
+
+
+def test_occ050_message_from_lint_source():
+    from occlint.config import Config
+    from occlint.engine import lint_source
+    from occlint.source import parse
+
+    text = KERNEL.replace("WIDTH", "32")
+    locked = lock.build([usage(32)], parse(text, "k.cu").launches)["kernels"]
+    config = Config(arch=("sm_90",), select=("OCC050",),
+                    extra={"lock": {lock.entry_key(e): e for e in locked}})
+    [f] = lint_source(text, "k.cu", [usage(40)], config)
+    assert (f.code, f.name, f.span.line, f.kernel, f.arch) == ("OCC050", "resource-regression", 1, "attn_fwd", "sm_90")
+    assert f.message == "`attn_fwd` went from 32 to 40 registers on sm_90: occupancy 100% -> 75% at 256 threads/block"
+    assert lint_source(text, "k.cu", [usage(32)], config) == []
+    assert lint_source(text, "k.cu", [usage(40)], Config(arch=("sm_90",), select=("OCC050",))) == []
+    # the kernel's noqa silences it
+    assert lint_source(text.replace("{\n", "{  // noqa: OCC050\n", 1), "k.cu", [usage(40)], config) == []
+
+
+def test_lock_then_check_lock_with_nvcc(tmp_path, nvcc_path):
+    import re
+
+    from conftest import run_cli
+
+    (tmp_path / "pyproject.toml").write_text('[tool.occlint]\narch = ["sm_90"]\n')
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL.replace("WIDTH", "4"))
+    r = run_cli("lock", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    [entry] = json.loads((tmp_path / "occlint.lock").read_text())["kernels"]
+    assert entry["launches"][0]["block"] == 256
+    ok = run_cli("check", "--select", "OCC050", "--lock", "occlint.lock", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+    src.write_text(KERNEL.replace("WIDTH", "32"))         # the same kernel now needs more registers
+    r = run_cli("check", "--select", "OCC050", "--lock", "occlint.lock", "--output-format", "concise",
+                cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    m = re.search(r"k\.cu:1:17: OCC050 `attn_fwd` went from (\d+) to (\d+) registers on sm_90: "
+                  r"occupancy (\d+)% -> (\d+)% at 256 threads/block", r.stdout)
+    assert m, r.stdout
+    old, new, occ_old, occ_new = map(int, m.groups())
+    assert old == entry["registers"] and new > old and occ_new <= occ_old
+    missing = run_cli("check", "--lock", "nope.lock", cwd=tmp_path)
+    assert missing.returncode == 2 and "lockfile not found: nope.lock" in missing.stderr
