@@ -1,0 +1,134 @@
+"""`occlint check` end to end: JSON shape, exit codes, suppression, fixes, discovery."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import FIXTURES, run_cli
+
+SAXPY = """__global__ void saxpy(float* y, const float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += a * x[i];
+}
+"""
+
+
+def project(tmp_path, files: dict) -> str:
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text) if isinstance(text, str) else path.write_bytes(text)
+    return str(tmp_path)
+
+
+def check_json(*args, cwd=None):
+    r = run_cli("check", "--output-format", "json", "--no-cache", *args, cwd=cwd)
+    assert r.returncode in (0, 1), r.stderr
+    return r, json.loads(r.stdout)
+
+
+def test_json_is_ruff_compatible(tmp_path):
+    root = project(tmp_path, {"a.cu": SAXPY + "void run(float* y, const float* x, int n, int g) {\n"
+                              "    saxpy<<<g, 100>>>(y, x, 2.0f, n);\n}\n"})
+    r, found = check_json(root)
+    assert r.returncode == 1
+    [f] = found
+    assert f["code"] == "OCC031" and f["name"] == "block-size-not-warp-multiple"
+    assert f["filename"] == str(tmp_path / "a.cu")
+    assert f["location"] == {"row": 6, "column": 16} and f["end_location"] == {"row": 6, "column": 19}
+    assert f["fix"] == {"applicability": "safe", "message": "Round the block size up to 128",
+                        "edits": [{"content": "128", "location": {"row": 6, "column": 16},
+                                   "end_location": {"row": 6, "column": 19}}]}
+    assert f["url"].endswith("OCC031.md") and f["severity"] == "warning" and f["noqa_row"] == 6
+    assert f["kernel"] == "saxpy" and f["arch"] is None
+
+
+def test_clean_file_exits_0_and_exit_zero(tmp_path):
+    root = project(tmp_path, {"a.cu": SAXPY + "void run(float* y, const float* x, int n) {\n"
+                              "    saxpy<<<(n + 255) / 256, 256>>>(y, x, 2.0f, n);\n}\n",
+                              "b.cu": SAXPY.replace("saxpy", "k2") + "void r(float* y) { k2<<<8, 256>>>(y, y, 1.0f, 8); }\n"})
+    r, found = check_json(str(tmp_path / "a.cu"))
+    assert r.returncode == 0 and found == []
+    r = run_cli("check", root, "--exit-zero", "--no-cache")
+    assert r.returncode == 0 and "OCC033" in r.stdout
+
+
+def test_noqa_forms(tmp_path):
+    launches = "\n".join([
+        "void run(float* y, const float* x, int n, int g) {",
+        "    saxpy<<<g, 100>>>(y, x, 2.0f, n);   // noqa: OCC031",
+        "    saxpy<<<g, 100>>>(y, x, 2.0f, n);   // noqa",
+        "    saxpy<<<g, 100>>>(y, x, 2.0f, n);   // noqa: OCC010, OCC031",
+        "    saxpy<<<g, 100>>>(y, x, 2.0f, n);   // noqa: OCC033",
+        "    saxpy<<<g, 100>>>(y, x, 2.0f, n);",
+        "}", ""])
+    root = project(tmp_path, {"a.cu": SAXPY + launches,
+                              "b.cu": "// occlint: noqa: OCC031\n" + SAXPY + launches,
+                              "c.cu": "// occlint: noqa\n" + SAXPY + launches})
+    _, found = check_json(root)
+    assert [(f["filename"].rsplit("/", 1)[1], f["location"]["row"]) for f in found] == [("a.cu", 9), ("a.cu", 10)]
+
+
+def test_fix_applies_safe_fixes_only_and_diff_writes_nothing(tmp_path):
+    shutil.copy(FIXTURES / "OCC032_launch_exceeds_bounds.cu", tmp_path / "k.cu")
+    with open(tmp_path / "k.cu", "a") as fh:
+        fh.write("void more(float* x, int n, int g) { scale<<<g, 100>>>(x, 2.0f, n); }\n")
+    before = (tmp_path / "k.cu").read_text()
+    r = run_cli("check", str(tmp_path / "k.cu"), "--diff", "--no-cache")
+    assert r.returncode == 1 and "+void more(float* x, int n, int g) { scale<<<g, 128>>>" in r.stdout
+    assert "scale<<<blocks, 256>>>(x, 2.0f, n);          // expect: OCC032" not in r.stdout   # unsafe: not shown
+    assert (tmp_path / "k.cu").read_text() == before
+    r = run_cli("fix", str(tmp_path / "k.cu"), "--no-cache")
+    after = (tmp_path / "k.cu").read_text()
+    assert "scale<<<g, 128>>>" in after and "scale<<<blocks, 512>>>" in after
+    assert r.returncode == 1 and "Fixed 1 finding" in r.stdout and "OCC032" in r.stdout
+    run_cli("check", str(tmp_path / "k.cu"), "--fix", "--unsafe-fixes", "--no-cache")
+    assert "scale<<<blocks, 512>>>" not in (tmp_path / "k.cu").read_text()
+
+
+def test_select_ignore_statistics(tmp_path):
+    root = project(tmp_path, {"a.cu": SAXPY + "void run(float* y, const float* x, int n) {\n"
+                              "    saxpy<<<64, 100>>>(y, x, 2.0f, n);\n    saxpy<<<32, 96>>>(y, x, 2.0f, n);\n}\n"})
+    _, found = check_json(root, "--select", "OCC03", "--ignore", "OCC033")
+    assert {f["code"] for f in found} == {"OCC031"}
+    r = run_cli("check", root, "--statistics", "--output-format", "concise", "--no-cache")
+    assert "    2\tOCC033\tsmall-grid" in r.stdout and "    1\tOCC031\t[*] block-size-not-warp-multiple" in r.stdout
+
+
+def test_gitignore_exclude_and_bad_encoding(tmp_path):
+    bad = SAXPY + "void run(float* y, const float* x, int n) { saxpy<<<8, 256>>>(y, x, 2.0f, n); }\n"
+    root = project(tmp_path, {".gitignore": "gen/\n", "gen/g.cu": bad, "vendor/v.cu": bad, "src/s.cu": bad,
+                              "src/latin1.cu": b"// caf\xe9\n__global__ void k() {}\n",
+                              "occlint.toml": 'exclude = ["vendor"]\n'})
+    r = run_cli("check", root, "--output-format", "json", "--no-cache")
+    assert r.returncode == 2
+    assert "latin1.cu: not valid UTF-8" in r.stderr and "Traceback" not in r.stderr
+    assert {f["filename"].rsplit("/", 1)[1] for f in json.loads(r.stdout)} == {"s.cu"}
+
+
+def test_usage_errors_exit_2(tmp_path):
+    r = run_cli("check", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = run_cli("check", str(tmp_path), "--output-format", "xml")
+    assert r.returncode == 2 and "unknown output format" in r.stderr
+
+
+def test_full_format_underlines_and_marks_fixable(tmp_path):
+    root = project(tmp_path, {"a.cu": SAXPY + "void run(float* y, const float* x, int n, int g) {\n"
+                              "    saxpy<<<g, 100>>>(y, x, 2.0f, n);\n}\n"})
+    r = run_cli("check", root, "--no-cache", cwd=root)
+    assert "a.cu:6:16: OCC031 [*] block of 100 threads" in r.stdout
+    assert "6 |     saxpy<<<g, 100>>>(y, x, 2.0f, n);" in r.stdout
+    assert "  |                ^^^ OCC031" in r.stdout
+    assert "= help: Round the block size up to 128" in r.stdout
+    assert "[*] 1 fixable with the `--fix` option" in r.stdout
+
+
+def test_compile_error_is_a_finding_not_exit_2(tmp_path, nvcc_path):
+    root = project(tmp_path, {"a.cu": "__global__ void k(float* x) {\n    x[0] = nope;\n}\n"})
+    r = run_cli("check", root, "--output-format", "json", "--config", f'nvcc = "{nvcc_path}"')
+    assert r.returncode == 1, r.stderr
+    [f] = json.loads(r.stdout)
+    assert f["code"] == "OCC900" and f["location"]["row"] == 2 and "nope" in f["message"]
