@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from occlint.source import types
-from occlint.source.grammar import new_parser
+from occlint.source.grammar import parser
 
-MAX_DEPTH = 60
+MAX_DEPTH = 150
 _INT_SUFFIX = b"ulzULZ"
 _MINMAX = {b"min": min, b"max": max, b"std::min": min, b"std::max": max, b"::min": min,
            b"::max": max, b"cuda::std::min": min, b"cuda::std::max": max, b"umin": min,
            b"umax": max, b"imin": min, b"imax": max}
+_SNIPPETS: dict[bytes, tuple] = {}
 _CASTS = {b"static_cast", b"int", b"unsigned", b"size_t", b"int64_t", b"uint32_t", b"long"}
 
 
@@ -79,8 +80,8 @@ class Env:
         self.structs: dict[str, tuple[int, int]] = {}
         self._snippets: dict[bytes, object] = {}
         self._active: set = set()
+        self._memo: dict = {}
         self._depth = 0
-        self._parser = None
 
     # --- definitions ---------------------------------------------------------------------------
 
@@ -96,14 +97,13 @@ class Env:
                 defs.append((params, body))
 
     def snippet(self, body: bytes):
-        """The expression node for a piece of text (a macro body), parsed once."""
-        if body in self._snippets:
-            return self._snippets[body]
-        node = None
+        """(tree, expression node) for a piece of text (a macro body); parsed once per process."""
+        hit = _SNIPPETS.get(body)
+        if hit is not None:
+            return hit
+        node, tree = None, None
         if body and len(body) < 4000:
-            if self._parser is None:
-                self._parser = new_parser()
-            tree = self._parser.parse(b"int __occlint_v = (" + body + b"\n);")
+            tree = parser().parse(b"int __occlint_v = (" + body + b"\n);")
             decl = tree.root_node.children[0] if tree.root_node.child_count else None
             if not tree.root_node.has_error and decl is not None and decl.type == "declaration":
                 init = decl.child_by_field_name("declarator")
@@ -111,10 +111,10 @@ class Env:
                 if value is not None and value.type == "parenthesized_expression":
                     inner = exprs(value)
                     node = inner[0] if len(inner) == 1 else None
-            self._snippets[body] = (tree, node)     # keep the tree alive with its nodes
-            return self._snippets[body]
-        self._snippets[body] = (None, None)
-        return self._snippets[body]
+        if len(_SNIPPETS) > 50_000:
+            _SNIPPETS.clear()
+        _SNIPPETS[body] = (tree, node)      # the tree keeps its nodes alive
+        return _SNIPPETS[body]
 
     def text_value(self, body: bytes, scope: int | None = None,
                    bind: Mapping[bytes, int | str] | None = None) -> int | None:
@@ -250,11 +250,14 @@ class Env:
             bodies = self.macros[name]
             if len(bodies) != 1 or ("m", name) in self._active:
                 return None
-            self._active.add(("m", name))
-            try:
-                return self.value(self.snippet(bodies[0])[1], scope, {})
-            finally:
-                self._active.discard(("m", name))
+            key = (name, scope)
+            if key not in self._memo:
+                self._active.add(("m", name))
+                try:
+                    self._memo[key] = self.value(self.snippet(bodies[0])[1], scope, {})
+                finally:
+                    self._active.discard(("m", name))
+            return self._memo[key]
         if name in self.fmacros:
             return None
         plain = name.rsplit(b"::", 1)[-1]
@@ -262,14 +265,17 @@ class Env:
             decls = self.locals.get((scope, name))
             if decls is not None:
                 return self._local(name, decls, scope)
-        key = ("g", name, scope)
+        key = ("g", name)
+        if key in self._memo:
+            return self._memo[key]
         if key in self._active:
             return None
         self._active.add(key)
         try:
-            return self._global(name, plain, scope)
+            self._memo[key] = v = self._global(name, plain)
         finally:
             self._active.discard(key)
+        return v
 
     def _local(self, name, decls, scope):
         if len(decls) != 1 or (scope, name) in self.mutated:
@@ -290,14 +296,24 @@ class Env:
         finally:
             self._active.discard(key)
 
-    def _global(self, name, plain, scope):
+    def _global(self, name, plain):
         found = set()
         qual = name.decode("utf-8", "replace").lstrip(":")
+        texts = set()
         for qualname, node in self.globals.get(plain, ()):
             if plain == name or qualname == qual or qualname.endswith("::" + qual):
+                if node is None:
+                    return None
+                if node.text in texts:
+                    continue
+                texts.add(node.text)          # the same text twice (a repeated header) is one
                 found.add(self.value(node, None))
+                if len(found) > 1:
+                    return None
         for enumerators, index in self.enums.get(plain, ()):
             found.add(self._enum(enumerators, index))
+            if len(found) > 1:
+                return None
         return found.pop() if len(found) == 1 else None
 
     def _enum(self, enumerators, index):

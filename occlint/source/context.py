@@ -55,6 +55,7 @@ class Context:
         self.func_starts = [f[0] for f in funcs]
         self.funcs = funcs
         self.env = Env()
+        self._names: dict[int, str | None] = {}
         self._fill_env()
 
     # --- scopes --------------------------------------------------------------------------------
@@ -76,6 +77,11 @@ class Context:
         f = self.function_at(byte)
         if f is None:
             return None
+        if f.start_byte not in self._names:
+            self._names[f.start_byte] = self._function_name(f)
+        return self._names[f.start_byte]
+
+    def _function_name(self, f) -> str | None:
         name = declarator_name(f.child_by_field_name("declarator"))
         if name is None:
             d = f.child_by_field_name("declarator")

@@ -41,13 +41,6 @@ FILE_QUERY = Query(LANGUAGE, f"""
 (function_definition body: (compound_statement)) @function
 """)
 
-# Inside one kernel body: subscripts, names, guards and loops for the shared-index analysis.
-BODY_QUERY = Query(LANGUAGE, """
-(subscript_expression argument: (identifier) @sub.base) @sub
-(identifier) @name
-""")
-
-
 def new_parser() -> Parser:
     return Parser(LANGUAGE)
 

@@ -12,10 +12,10 @@ along that axis, so that only proofs are accepted, never likely cases:
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from occlint.model import Index
-from occlint.source.grammar import BODY_QUERY, captures
 
 _AXES = {b"x": "x", b"y": "y", b"z": "z"}
 _SHRINK = {b"/", b">>", b"%"}
@@ -219,13 +219,16 @@ def attach_indices(ctx, sns):
         if body is not None:
             by_body.setdefault((body.start_byte, body.end_byte), (body, []))[1].append(sn)
     out = {}
+    data = ctx.tx.parse_data
     for body, group in by_body.values():
-        caps = captures(BODY_QUERY, body)
-        names = {sn.name_node.text for sn in group}
         uses: dict[bytes, list] = {}
-        for n in caps.get("name", ()):
-            if n.text in names:
-                uses.setdefault(n.text, []).append(n)
+        for name in {sn.name_node.text for sn in group}:
+            # find the name by text, keep only identifier nodes (not comments or strings)
+            pattern = re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
+            for m in pattern.finditer(data, body.start_byte, body.end_byte):
+                n = body.descendant_for_byte_range(m.start(), m.end())
+                if n is not None and n.type == "identifier" and n.start_byte == m.start():
+                    uses.setdefault(name, []).append(n)
         for sn in group:
             indices, other = [], 0
             for use in uses.get(sn.name_node.text, ()):

@@ -75,6 +75,7 @@ class LaunchReader:
                     ref = ref.child_by_field_name("argument")
                 if ref is not None and ref.type == "identifier":
                     self.runtime.add((ctx.scope_of(call.start_byte), ref.text))
+        self.runtime_scopes = {scope for scope, _ in self.runtime}
 
     # --- values --------------------------------------------------------------------------------
 
@@ -123,7 +124,7 @@ class LaunchReader:
         return Dim3(d.x, d.y, d.z, text)
 
     def is_runtime(self, node, scope) -> bool:
-        if node is None or not self.runtime:
+        if node is None or scope not in self.runtime_scopes:
             return False
         if node.type == "identifier":
             if (scope, node.text) in self.runtime:
