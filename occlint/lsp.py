@@ -65,6 +65,9 @@ class OcclintServer(LanguageServer):
             self.notices.add(message)
             self.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
 
+    def log(self, message: str) -> None:
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=message))
+
     def usage_for(self, uri: str, text: str) -> tuple[Usage, ...]:
         got = self.compiled.get(uri)
         return got.usage if got and got.digest == _digest(text) else ()
@@ -87,6 +90,9 @@ class OcclintServer(LanguageServer):
             findings = self.lint(uri)
         except OcclintError as exc:
             self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
+            findings = []
+        except Exception as exc:  # a bug must not take the editor's diagnostics down with it
+            self.log(f"occlint: internal error on {doc.path}: {type(exc).__name__}: {exc}")
             findings = []
         self.findings[uri] = findings
         lines = doc.lines
@@ -119,6 +125,9 @@ class OcclintServer(LanguageServer):
             await asyncio.get_running_loop().run_in_executor(None, self.compile, uri, path, on_disk)
         except OcclintError as exc:
             self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
+            return
+        except Exception as exc:
+            self.log(f"occlint: compiling {path} failed: {type(exc).__name__}: {exc}")
             return
         if uri in self.workspace.text_documents:
             self.publish(uri)

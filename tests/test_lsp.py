@@ -29,7 +29,7 @@ async def client(lsp_client: LanguageClient, tmp_path):
     (tmp_path / "pyproject.toml").write_text(CONFIG)
     (tmp_path / "k.cu").write_text(SOURCE)
     lsp_client.project = tmp_path
-    await lsp_client.initialize_session(lsp.InitializeParams(
+    lsp_client.init_result = await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=lsp.ClientCapabilities(), root_uri=tmp_path.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(uri=tmp_path.as_uri(), name="p")]))
     yield
@@ -75,6 +75,11 @@ async def actions_for(client, uri, diag):
 
 @pytest.mark.asyncio
 async def test_open_change_code_actions_hover(client: LanguageClient):
+    caps = client.init_result.capabilities
+    assert caps.hover_provider and caps.code_action_provider
+    # nothing that would compete with clangd
+    assert (caps.completion_provider, caps.definition_provider, caps.document_formatting_provider,
+            caps.rename_provider, caps.semantic_tokens_provider) == (None, None, None, None, None)
     uri = (client.project / "k.cu").as_uri()
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(
         text_document=lsp.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=SOURCE)))
