@@ -32,6 +32,9 @@ def test_several_formats_in_one_run(tmp_path):
     assert r.returncode == 1, r.stderr
     assert r.stdout.startswith("::warning file=k.cu,line=7,endLine=7,col=19,endColumn=22,title=occlint (OCC031)::")
     sarif = json.loads((p / "occlint.sarif").read_text())
+    from test_emit_formats import _validator
+
+    assert not list(_validator().iter_errors(sarif))
     [result] = sarif["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "k.cu"
     assert ET.parse(p / "report.xml").getroot().get("failures") == "1"
