@@ -14,7 +14,7 @@ def test_calc_text_names_the_limiter_and_the_cliff():
     out = r.stdout
     assert "occupancy: 62.5%, limited by the number of required registers" in out
     assert "40 of 64 warps" in out
-    assert "40 registers (shed 8) -> 6 blocks, 75.0%" in out
+    assert "40 registers/thread (shed 8) -> 6 blocks, 75.0%" in out
     assert "12288 registers" in out and "17 KiB shared memory" in out
 
 

@@ -92,8 +92,8 @@ def _cliff_lines(cl) -> list[str]:
         return f"{move} -> {r.active_blocks} blocks, {r.occupancy:.1%}"
 
     out = []
-    for name, label, unit in (("registers", "registers", "registers"),
-                              ("shared_memory", "shared memory", "bytes"),
+    for name, label, unit in (("registers", "registers", "registers/thread"),
+                              ("shared_memory", "shared memory", "bytes/block"),
                               ("block_size", "block size", "threads")):
         c = getattr(cl, name)
         out.append(f"  {label + ':':15} gain: {step(c.gain, label, unit, True)}")
