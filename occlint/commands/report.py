@@ -61,7 +61,8 @@ def run(args) -> int:
     paths = args.paths or [p for p in keyed if os.path.exists(p)]
     result = lint_paths(paths, config, usage=keyed)
     for notice in result.notices:
-        print(f"occlint: notice: {notice}", file=sys.stderr)
+        print(notice if notice.startswith("occlint:") else f"occlint: notice: {notice}",
+              file=sys.stderr)
     for error in result.errors:
         print(f"occlint: error: {error}", file=sys.stderr)
     text = EMITTERS[args.format](result.findings, root=config.root, sources=result.sources)
