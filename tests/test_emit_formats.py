@@ -181,7 +181,7 @@ def test_github_escapes_and_omits_columns_on_multiline_spans():
     lines = render("github").splitlines()
     assert lines[0] == (
         "::warning file=src/attn.cu,line=3,endLine=3,col=17,endColumn=25,title=occlint (OCC010)::"
-        "OCC010 `attn_fwd` uses 40 registers/thread; 8 fewer would raise occupancy on sm_90 "
+        "`attn_fwd` uses 40 registers/thread; 8 fewer would raise occupancy on sm_90 "
         "from 75%25 to 100%25"
     )
     assert lines[2].startswith("::notice file=src/attn.cu,line=4,")

@@ -35,7 +35,7 @@ def annotation(finding: Finding, root: str) -> str:
     props.append(("title", f"occlint ({finding.code})"))
     head = ",".join(f"{k}={escape_property(str(v))}" for k, v in props)
     command = COMMANDS.get(finding.severity, "warning")
-    return f"::{command} {head}::{escape_data(f'{finding.code} {finding.message}')}"
+    return f"::{command} {head}::{escape_data(finding.message)}"
 
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None) -> str:
