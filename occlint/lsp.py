@@ -4,7 +4,7 @@ On open and on every change it publishes diagnostics from `lint_source` at once,
 when nvcc's figures belong to exactly this text (so while typing, the parse-only rules run). On
 open and on save it compiles in the background (the toolchain's cache answers at once when the
 file is unchanged) and publishes the full set. Code actions apply a finding's fix or add
-`// noqa: CODE`; hover on a kernel name shows registers, occupancy and limiter per arch.
+`// noqa: CODE`, and `source.fixAll.occlint` applies every safe fix; hover on a kernel name shows registers, occupancy and limiter per arch.
 Settings come from the document's `pyproject.toml`/`occlint.toml`. It offers diagnostics, code
 actions and hover only, so it runs beside clangd without stepping on it.
 """
@@ -31,6 +31,7 @@ BUILD_FILES = re.compile(r"(CMakeLists\.txt|.*\.cmake|(GNU)?[Mm]akefile|.*\.mk|s
                          r"compile_commands\.json)$")
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "info": lsp.DiagnosticSeverity.Information}
+FIX_ALL = "source.fixAll.occlint"
 NOQA = re.compile(r"//\s*noqa:\s*[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*")
 
 
@@ -168,6 +169,22 @@ def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:
     return lsp.TextEdit(range=lsp.Range(start=pos, end=pos), new_text=insert)
 
 
+def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAction | None:
+    """`source.fixAll.occlint`: every safe fix at once, as one whole-document edit."""
+    from occlint.fix import apply_fixes
+
+    text = source.replace("\r\n", "\n")
+    fixed, applied = apply_fixes(text, findings)
+    if not applied or fixed == text:
+        return None
+    if "\r\n" in source:
+        fixed = fixed.replace("\n", "\r\n")
+    end = lsp.Position(line=len(source.splitlines(keepends=True)), character=0)
+    edit = lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0), end=end), new_text=fixed)
+    return lsp.CodeAction(title=f"occlint: apply {len(applied)} safe fix{'es' * (len(applied) != 1)}",
+                          kind=FIX_ALL, edit=lsp.WorkspaceEdit(changes={uri: [edit]}))
+
+
 # --- hover ------------------------------------------------------------------------------------------
 
 
@@ -249,12 +266,16 @@ def build_server() -> OcclintServer:
         ls.compiled.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
-    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
-                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+        code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL]))
     def code_action(ls: OcclintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
         lines, codec = doc.lines, doc.position_codec
+        only = params.context.only or []
+        if only and not any(k.startswith(lsp.CodeActionKind.QuickFix) for k in only):
+            fix_all = fix_all_action(uri, doc.source, ls.findings.get(uri, []))
+            return [fix_all] if fix_all and any(FIX_ALL.startswith(k) for k in only) else []
         actions: list[lsp.CodeAction] = []
         seen: set[tuple] = set()
         for diag in params.context.diagnostics:

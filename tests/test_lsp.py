@@ -103,9 +103,18 @@ async def test_open_change_code_actions_hover(client: LanguageClient):
     change(client, uri, 2, fixed)
     await diagnostics_where(client, uri, lambda d: "OCC031" not in codes(d))
 
-    # back to the mistake; this time silence it with the noqa action
+    # source.fixAll.occlint: every safe fix as one edit
     change(client, uri, 3, SOURCE)
-    diags = await diagnostics_where(client, uri, lambda d: "OCC031" in codes(d))
+    await diagnostics_where(client, uri, lambda d: "OCC031" in codes(d))
+    [fix_all] = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
+        context=lsp.CodeActionContext(diagnostics=[], only=[lsp.CodeActionKind.SourceFixAll])))
+    assert fix_all.kind == "source.fixAll.occlint"
+    assert apply_edits(SOURCE, fix_all.edit.changes[uri]) == fixed
+
+    # back to the mistake; this time silence it with the noqa action
+    diags = client.diagnostics[uri]
     d = next(x for x in diags if x.code == "OCC031")
     noqa = next(a for a in await actions_for(client, uri, d) if "noqa" in a.title)
     silenced = apply_edits(SOURCE, noqa.edit.changes[uri])
