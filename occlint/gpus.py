@@ -150,10 +150,12 @@ def _lookup(spec: str) -> ArchLimits:
     raise OcclintError(f"unknown arch or GPU {spec!r}; choose one of {_choices()}")
 
 
-def arch(spec: str | ArchLimits) -> ArchLimits:
+def arch(spec: str | GPU | ArchLimits) -> ArchLimits:
     """Limits for `sm_90`, `sm_90a`, `sm_100f`, `compute_90`, `9.0`, `90` or a GPU name (`h100`)."""
     if isinstance(spec, ArchLimits):
         return spec
+    if isinstance(spec, GPU):
+        return _lookup(spec.arch)
     if not isinstance(spec, str):
         raise OcclintError(f"arch must be a string like 'sm_90', not {spec!r}")
     return _lookup(spec)
@@ -173,8 +175,10 @@ def gpu(name: str) -> GPU:
     return gpus[key]
 
 
-def default_gpu(spec: str | ArchLimits) -> GPU:
-    """The GPU used for SM counts when only an arch is given: a GPU name maps to itself."""
+def default_gpu(spec: str | GPU | ArchLimits) -> GPU:
+    """The GPU used for SM counts when only an arch is given: a GPU (name) maps to itself."""
+    if isinstance(spec, GPU):
+        return spec
     if isinstance(spec, str):
         key = _db()[2].get(_norm_gpu(spec))
         if key is not None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from occlint.errors import OcclintError
-from occlint.gpus import ArchLimits, default_gpu
+from occlint.gpus import GPU, ArchLimits, default_gpu
 from occlint.gpus import arch as _arch
 
 LIMITERS = ("warps", "registers", "shared_memory", "blocks", "barriers")
@@ -120,12 +120,21 @@ _CONSTS: dict = {}
 
 
 def _consts(spec) -> _Consts:
-    """Constants for an arch spec or an ArchLimits, cached by spec (and by identity for objects)."""
+    """Constants for an arch spec, a GPU or an ArchLimits, cached by spec (by identity for
+    ArchLimits objects)."""
+    if isinstance(spec, GPU):
+        spec = spec.arch
     key = id(spec) if isinstance(spec, ArchLimits) else spec
-    c = _CONSTS.get(key)
+    try:
+        c = _CONSTS.get(key)
+    except TypeError:               # unhashable: let gpus.arch() say what is wrong
+        c = None
+        key = None
     if c is None or (isinstance(spec, ArchLimits) and c.a is not spec):
         a = spec if isinstance(spec, ArchLimits) else _arch(spec)
-        c = _CONSTS[key] = _Consts(a)
+        c = _Consts(a)
+        if key is not None:
+            _CONSTS[key] = c
     return c
 
 
@@ -155,7 +164,10 @@ def _prepare(arch, block_size, regs, static_smem, dynamic_smem, max_dynamic_smem
             and type(dynamic_smem) is int and type(barriers) is int and block_size > 0
             and regs >= 0 and static_smem >= 0 and dynamic_smem >= 0 and barriers >= 0):
         _check(block_size, regs, static_smem, dynamic_smem, carveout, cache_config, barriers)
-    pref = c.prefs.get((-1 if carveout is None else carveout, cache_config))
+    try:
+        pref = c.prefs.get((-1 if carveout is None else carveout, cache_config))
+    except TypeError:               # unhashable arguments
+        pref = None
     if pref is None or type(carveout) is bool:
         _check(block_size, regs, static_smem, dynamic_smem, carveout, cache_config, barriers)
     if max_dynamic_smem is None:
@@ -240,10 +252,10 @@ def compute(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
             barriers: int = 1) -> Occupancy:
     """Occupancy of one launch configuration, as cudaOccMaxActiveBlocksPerMultiprocessor.
 
-    arch: "sm_90", "9.0", "h100", ... or an ArchLimits.
+    arch: "sm_90", "9.0", "h100", ..., a GPU or an ArchLimits.
     max_dynamic_smem: cudaFuncAttributeMaxDynamicSharedMemorySize. None = opted in to the device
         maximum (opt-in limit - static); a kernel that never set it has 48 KB - static.
-    carveout: None = default, else PreferredSharedMemoryCarveout in percent (0..100).
+    carveout: None (or -1) = default, else PreferredSharedMemoryCarveout in percent (0..100).
     cache_config: "none" | "prefer_shared" | "prefer_l1" | "prefer_equal" (used when the
         carveout is default, as the header does).
     barriers: named barriers the kernel uses (ptxas "used N barriers"); matters on CC >= 9.
