@@ -3,7 +3,7 @@
 `::warning file=F,line=L,endLine=E,col=C,endColumn=EC,title=occlint (OCC010)::message`. Data
 escapes `%`, CR and LF; properties also escape `:` and `,`. Spans over several lines carry no
 columns (GitHub ignores them there). GitHub shows at most 10 error and 10 warning annotations per
-step (50 per job), so a closing notice says when it will truncate.
+step (and 10 notices; 50 per job), so a closing notice says when it will truncate.
 """
 
 from __future__ import annotations
