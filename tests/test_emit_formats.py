@@ -203,8 +203,8 @@ def test_github_says_when_the_per_step_limit_truncates():
     many = [FINDINGS[0]] * 11
     lines = github.render(many, root=ROOT, sources=SOURCES).splitlines()
     assert len(lines) == 12
-    assert lines[-1].startswith("::notice title=occlint::11 findings (11 warnings)")
-    assert "at most 10" in lines[-1]
+    assert lines[0].startswith("::notice title=occlint::11 findings (11 warnings)")  # first: shown
+    assert "at most 10" in lines[0]
     ten = github.render([FINDINGS[0]] * 10, root=ROOT, sources=SOURCES).splitlines()
     assert len(ten) == 10
 

@@ -3,7 +3,7 @@
 `::warning file=F,line=L,endLine=E,col=C,endColumn=EC,title=occlint (OCC010)::message`. Data
 escapes `%`, CR and LF; properties also escape `:` and `,`. Spans over several lines carry no
 columns (GitHub ignores them there). GitHub shows at most 10 error and 10 warning annotations per
-step (and 10 notices; 50 per job), so a closing notice says when it will truncate.
+step (and 10 notices; 50 per job), so a first notice says when it will truncate.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str
     over = {k: n for k, n in kinds.items() if n > PER_STEP_LIMIT}
     if over or len(findings) > PER_JOB_LIMIT:
         counts = ", ".join(f"{n} {k}s" for k, n in sorted(kinds.items()))
-        lines.append("::notice title=occlint::" + escape_data(
+        lines.insert(0, "::notice title=occlint::" + escape_data(
             f"{len(findings)} findings ({counts}); GitHub shows at most {PER_STEP_LIMIT} "
             f"annotations of each type per step and {PER_JOB_LIMIT} per job, so some are not "
             "annotated: see the log or upload SARIF for all of them"
