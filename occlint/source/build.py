@@ -75,8 +75,9 @@ def _extract(text: str, path: str) -> Parsed:
     launches = sorted(launches + api_launches, key=lambda x: x.span.start)
     sf = SourceFile(
         path=path, text=text, kernels=tuple(kn.kernel for kn in kns),
-        shared=tuple(sn.decl for sn in sns), launches=tuple(launches),
-        attributes=tuple(attributes),
+        shared=tuple(sorted((sn.decl for sn in sns), key=lambda d: d.span.start)),
+        launches=tuple(launches),
+        attributes=tuple(sorted(attributes, key=lambda a: a.span.start)),
     )
     return Parsed(sf, ctx, kns, sns)
 

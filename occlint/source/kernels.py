@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from occlint.model import Kernel, LaunchBounds
@@ -81,13 +82,27 @@ def _extern_c(node) -> bool:
     return False
 
 
+def _candidates(ctx: Context) -> list:
+    """`__global__` declarations, plus definitions whose `__global__` tree-sitter's error
+    recovery pulled into a preceding ERROR node (`SOME_MACRO(x)` with no `;` before them)."""
+    found = list(ctx.caps.get("kernel", ()))
+    data = ctx.tx.parse_data
+    for f in ctx.caps.get("function", ()):
+        prev = f.prev_sibling
+        if prev is not None and prev.type == "ERROR" and \
+                data[max(prev.end_byte - 10, 0):prev.end_byte] == b"__global__":
+            found.append(f)
+    return found
+
+
 def kernel_nodes(ctx: Context) -> list[KernelNode]:
     """All `__global__` functions, one per (qualified name, parameters): definitions win."""
     tx, env = ctx.tx, ctx.env
     seen: dict[tuple, int] = {}
     out: list[KernelNode] = []
-    blanked = [b for b in tx.blanked if b[0] != "align"]
-    for node in sorted(ctx.caps.get("kernel", ()), key=lambda n: n.start_byte):
+    blanked = [b for b in tx.blanked if b[0] != "align"]          # in source order
+    blanked_starts = [b[1] for b in blanked]
+    for node in sorted(_candidates(ctx), key=lambda n: n.start_byte):
         fdecl = node.child_by_field_name("declarator")
         if fdecl is None or fdecl.type != "function_declarator":
             continue
@@ -111,10 +126,12 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             vals += [None] * (3 - len(vals))
             bounds = LaunchBounds(vals[0], vals[1], vals[2], tx.node_text(lb_node),
                                   tx.node_span(lb_node))
-        extras = {}
-        for kind, start, _end, args in blanked:     # __maxnreg__ / __cluster_dims__ before the name
-            if node.start_byte <= start < fdecl.start_byte:
-                extras[kind] = args
+        extras = {}      # __maxnreg__ / __cluster_dims__ between the start and the name
+        for i in range(bisect_left(blanked_starts, node.start_byte), len(blanked)):
+            kind, start, _end, args = blanked[i]
+            if start >= fdecl.start_byte:
+                break
+            extras[kind] = args
         maxnreg = None
         if "maxnreg" in extras:
             maxnreg = env.text_value(extras["maxnreg"], None, _unbound(bind_names))

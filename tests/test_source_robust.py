@@ -1,0 +1,165 @@
+"""occlint.source.parse on hostile input: encodings, line endings, size, broken code, fuzzing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import occlint.source.build as build
+from occlint.model import Span
+from occlint.source import parse
+
+CASES = Path(__file__).parent / "source_cases"
+SAMPLE = (CASES / "launches.cu").read_text() + (CASES / "shared.cu").read_text()
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    monkeypatch.setattr(build, "STRICT", True)   # an internal error fails the test
+
+
+def all_spans(sf):
+    for k in sf.kernels:
+        yield k.span
+        yield k.decl_span
+        if k.launch_bounds is not None and k.launch_bounds.span is not None:
+            yield k.launch_bounds.span
+    for s in sf.shared:
+        yield s.span
+        for i in s.indices:
+            yield i.span
+    for la in sf.launches:
+        yield la.span
+        yield from la.arg_spans
+        if la.config_span is not None:
+            yield la.config_span
+    for a in sf.attributes:
+        yield a.span
+
+
+def check_spans(sf):
+    """Every span lies in the text, and its line/column agree with its offsets."""
+    lines = sf.text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    for span in all_spans(sf):
+        assert isinstance(span, Span)
+        assert 0 <= span.start <= span.end <= len(sf.text)
+        for line, col, off in ((span.line, span.column, span.start),
+                               (span.end_line, span.end_column, span.end)):
+            assert 1 <= line <= len(lines)
+            assert starts[line - 1] + col - 1 == off
+
+
+def test_crlf_positions_match_lf():
+    lf = parse(SAMPLE)
+    crlf = parse(SAMPLE.replace("\n", "\r\n"))
+    assert crlf.text == SAMPLE.replace("\n", "\r\n")
+    check_spans(crlf)
+    assert len(crlf.launches) == len(lf.launches) > 10
+    for a, b in zip(crlf.launches, lf.launches, strict=True):
+        assert (a.span.line, a.span.column) == (b.span.line, b.span.column)
+        assert crlf.text[a.span.start:a.span.end].replace("\r\n", "\n") == \
+            lf.text[b.span.start:b.span.end]
+    assert [s.size_bytes for s in crlf.shared] == [s.size_bytes for s in lf.shared]
+
+
+def test_bom_and_non_ascii_columns_count_characters():
+    text = "// é中文 ünïcödé\n__global__ void k() {}\nvoid h() { /* ü */ k<<<1, 256>>>(); }\n"
+    sf = parse(b"\xef\xbb\xbf" + text.encode())
+    assert sf.text == text                                    # BOM stripped
+    la = sf.launches[0]
+    assert (la.span.line, la.span.column) == (3, 20)          # "ü" is one column
+    assert sf.text[la.span.start:la.span.end] == "k<<<1, 256>>>()"
+    check_spans(sf)
+
+
+def test_invalid_utf8_and_nul_bytes():
+    data = b"__global__ void k(int* p) { p[0] = 1; }\n\xff\xfe\x00\xc3(\n" \
+           b"void h() { k<<<2, 64>>>(0); }\n"
+    sf = parse(data)
+    assert "\ufffd" in sf.text
+    assert [la.block.x for la in sf.launches] == [64]
+    check_spans(sf)
+
+
+def test_lone_surrogates_in_str_input():
+    sf = parse("__global__ void k() {}\n// \udc80\nvoid h() { k<<<1, 32>>>(); }")
+    assert sf.launches[0].block.x == 32
+    check_spans(sf)
+
+
+@pytest.mark.parametrize("broken", [
+    "void broken() { int x = ; }}", "int broken = (1 + ;", "@@@ $$$ ```",
+    "void f() { for (;;) { if ( } }", "struct { int a; ;;",
+    "SOME_MACRO(x)",        # no `;`: error recovery pulls the next `__global__` into an ERROR
+])
+def test_broken_code_keeps_the_parts_that_parse(broken):
+    text = ("__global__ void good(int* p) { p[0] = 1; }\n" + broken + "\n"
+            "__global__ void also_good(int* p) { __shared__ float s[64]; s[0] = 0; }\n"
+            "void h() { good<<<1, 128>>>(0); also_good<<<1, 64>>>(0); }\n")
+    sf = parse(text)
+    assert {k.name for k in sf.kernels} == {"good", "also_good"}
+    assert [la.block.x for la in sf.launches] == [128, 64]
+    assert sf.shared[0].size_bytes == 256 and sf.shared[0].kernel == "also_good"
+
+
+def test_big_file():
+    # 5 MB: the cases twice around a long generated comment (a dense 5 MB of code takes
+    # seconds in tree-sitter alone; bench/source.py measures throughput)
+    unit = (CASES / "kernels.cu").read_text()
+    filler = ("// " + "generated " * 10 + "\n") * 50_000
+    text = unit + filler + unit
+    assert len(text) >= 5_000_000
+    sf = parse(text.encode())
+    one = parse(unit)
+    assert len(sf.kernels) == len(one.kernels)          # the same kernel twice is one kernel
+    assert len(sf.launches) == 2 * len(one.launches)    # each launch is its own site
+    last, first = sf.launches[-1], one.launches[-1]
+    assert last.span.line == first.span.line + unit.count("\n") + 50_000
+    assert sf.text[last.span.start:last.span.end] == unit[first.span.start:first.span.end]
+
+
+def test_deep_macro_nest_is_bounded():
+    text = "#define M0 1\n" + "".join(
+        f"#define M{i} (M{i - 1} + M{i - 1})\n" for i in range(1, 400))
+    text += "__global__ void k() {}\nvoid h() { k<<<1, M12>>>(); k<<<1, M399>>>(); }\n"
+    sf = parse(text)
+    assert [la.block.x for la in sf.launches] == [4096, None]
+
+
+def test_deep_parentheses():
+    text = "__global__ void k() {}\nvoid h() { k<<<1, " + "(" * 5000 + "1" + ")" * 5000 + ">>>(); }"
+    parse(text)        # no exception; the value may be unknown
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00" * 100, b"<<<>>>", b"__global__", b"#define",
+                                  b"__shared__ float s[", b"k<<<1,2>>>(", b"template<", b"\r\r\r",
+                                  b"__global__ void __launch_bounds__( k() {}"])
+def test_degenerate_inputs(data):
+    sf = parse(data)
+    check_spans(sf)
+
+
+_TOKENS = ["__global__", "void", "k", "(", ")", "{", "}", "<<<", ">>>", ",", ";", "dim3",
+           "__shared__", "float", "s", "[", "]", "256", "BLOCK", "#define BLOCK 128\n", "\n",
+           "\r\n", "template<int B>", "__launch_bounds__(", "threadIdx.x", "+", "if", "<",
+           "cudaLaunchKernel(", "cudaFuncSetAttribute(", "&", "extern", "\"", "//", "/*", "*/",
+           "é", "\x00", "namespace n {", "::", "sizeof(", "?", ":", "0x1F", "'", "\\\n"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(
+    st.lists(st.sampled_from(_TOKENS), max_size=80).map(" ".join),
+    st.text(max_size=300),
+    st.binary(max_size=300),
+    st.tuples(st.integers(0, len(SAMPLE)), st.integers(0, 40), st.text(max_size=10)).map(
+        lambda t: SAMPLE[:t[0]] + t[2] + SAMPLE[t[0] + t[1]:]),
+))
+def test_fuzz_never_raises_and_spans_stay_inside(data):
+    sf = parse(data)
+    check_spans(sf)
