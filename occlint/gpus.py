@@ -82,7 +82,10 @@ def _db() -> tuple[dict[str, ArchLimits], dict[str, GPU], dict[str, str]]:
     data = tomllib.loads((Path(__file__).with_name("gpus.toml")).read_text(encoding="utf-8"))
     defaults = data["defaults"]
     archs: dict[str, ArchLimits] = {}
+    arch_aliases: dict[str, str] = {}
     for cc, row in data["arch"].items():
+        for alias in row.get("aliases", ()):
+            arch_aliases[alias] = cc
         values = {**defaults, **row}
         major, minor = (int(p) for p in cc.split("."))
         archs[cc] = ArchLimits(
@@ -104,6 +107,8 @@ def _db() -> tuple[dict[str, ArchLimits], dict[str, GPU], dict[str, str]]:
             virtual_resources_per_sm=values["virtual_resources_per_sm"],
             default_gpu=values["default_gpu"],
         )
+    for alias, cc in arch_aliases.items():
+        archs.setdefault(alias, archs[cc])
     gpus: dict[str, GPU] = {}
     aliases: dict[str, str] = {}
     for key, row in data["gpu"].items():
@@ -116,8 +121,8 @@ def _db() -> tuple[dict[str, ArchLimits], dict[str, GPU], dict[str, str]]:
 
 
 def all_archs() -> list[ArchLimits]:
-    """Every known compute capability, oldest first."""
-    return sorted(_db()[0].values(), key=lambda a: (a.major, a.minor))
+    """Every known compute capability, oldest first (aliases such as 10.1 left out)."""
+    return sorted({a.cc: a for a in _db()[0].values()}.values(), key=lambda a: (a.major, a.minor))
 
 
 def all_gpus() -> list[GPU]:

@@ -207,6 +207,7 @@ def test_sweep_covers_block_sizes_and_registers():
     ("9.0", "sm_90"), ("90", "sm_90"), ("h100", "sm_90"), ("H100", "sm_90"),
     ("rtx4090", "sm_89"), ("rtx-4090", "sm_89"), ("RTX 4090", "sm_89"),
     ("GeForce RTX 5090", "sm_120"), ("12.1", "sm_121"), ("sm_103", "sm_103"), ("thor", "sm_110"),
+    ("sm_101a", "sm_110"),
 ])
 def test_arch_specs(spec, name):
     assert gpus.arch_name(spec) == name

@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _int(text: str, what: str) -> int:
     from occlint.errors import OcclintError
 
+    text = str(text).strip()
     try:
-        return int(str(text).strip(), 0)
+        return int(text, 16) if text.lower().startswith("0x") else int(text)
     except ValueError:
         raise OcclintError(f"{what} must be an integer, not {text!r}") from None
 
