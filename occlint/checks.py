@@ -57,6 +57,8 @@ class KernelFacts:
     shared: list[SharedDecl]
     launches: list[Launch]
     usages: dict[str, list[Usage]]      # arch -> usages (one per template instantiation)
+    origin: SourceFile | None = None    # the file that defines it (another file of the run, or this)
+    elsewhere: list[Launch] = field(default_factory=list)   # its launches in other files of the run
     static_over_limit: SharedDecl | None = None   # OCC021 fires: nothing else about this kernel
     oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)  # OCC020 (decl, block)
 
@@ -289,35 +291,46 @@ def _global_cap(config) -> int | None:
     return None
 
 
+def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: list[Usage]) -> KernelFacts:
+    by_arch: dict[str, list[Usage]] = {}
+    for u in _match_usages(k, usage):
+        by_arch.setdefault(u.arch, []).append(u)
+    return KernelFacts(kernel=k, here=here, shared=[d for d in origin.shared if d.kernel == k.qualname],
+                       launches=[], usages=by_arch, origin=origin)
+
+
 def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
-                compile_errors=()) -> Facts:
+                compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
+    """What the checks read. `project`: the other parsed files of the run (headers, other
+    sources), for kernels launched here but defined there, and launches there of kernels here."""
     usage = list(usage)
+    others = [p for p in project if p.path != sf.path]
     kernels: dict[str, KernelFacts] = {}
     for k in sf.kernels:
         known = kernels.get(k.qualname)
         if known is None or (k.is_definition and not known.here):
-            by_arch: dict[str, list[Usage]] = {}
-            for u in _match_usages(k, usage):
-                by_arch.setdefault(u.arch, []).append(u)
-            kernels[k.qualname] = KernelFacts(
-                kernel=k, here=k.is_definition and k.path == sf.path,
-                shared=[d for d in sf.shared if d.kernel == k.qualname],
-                launches=[], usages=by_arch)
+            kernels[k.qualname] = _kernel_facts(k, sf, k.is_definition and k.path == sf.path, usage)
     for launch in sf.launches:
-        k = _find_kernel(sf, launch)
+        k, origin = _find_kernel(sf, launch), sf
+        if k is None or not k.is_definition:
+            for other in others:
+                found = _find_kernel(other, launch)
+                if found is not None and found.is_definition:
+                    k, origin = found, other
+                    break
         if k is None:
             name = launch.callee.split("::")[-1]
             k = Kernel(name=name, qualname=launch.callee, path=sf.path, span=launch.span,
                        decl_span=launch.span, is_definition=False)
-            if k.qualname not in kernels:
-                by_arch = {}
-                for u in _match_usages(k, usage):
-                    by_arch.setdefault(u.arch, []).append(u)
-                kernels[k.qualname] = KernelFacts(k, False, [], [], by_arch)
         kf = kernels.get(k.qualname)
-        if kf is None:
-            continue
+        if kf is None or (origin is not sf and not kf.here and kf.origin is sf):
+            kf = kernels[k.qualname] = _kernel_facts(k, origin, False, usage)
         kf.launches.append(launch)
+    for kf in kernels.values():
+        if kf.here:
+            kf.elsewhere = [ln for other in others for ln in other.launches
+                            if ln.callee.split("::")[-1] == kf.kernel.name
+                            and _find_kernel(sf, ln) == kf.kernel]
     facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
                   kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
                   global_cap=_global_cap(config))
@@ -346,7 +359,7 @@ def _static_limits(kf: KernelFacts) -> None:
     if static and total > STATIC_SMEM_LIMIT:
         kf.static_over_limit = max(static, key=lambda d: d.size_bytes)
         return
-    blocks = [ln.block.total for ln in kf.launches if not ln.runtime_block]
+    blocks = [ln.block.total for ln in (*kf.launches, *kf.elsewhere) if not ln.runtime_block]
     if blocks and all(b is not None for b in blocks):
         largest = max(blocks)
     elif not blocks and kf.kernel.launch_bounds and kf.kernel.launch_bounds.max_threads:
@@ -380,20 +393,20 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
         evaluated = True
         if launch.dynamic_smem is None:
             continue
-        bounds, shared = _specialize(facts.source, k, _launch_args(launch))
+        bounds, shared = _specialize(kf.origin, k, _launch_args(launch))
         u = usage_for(kf, arch, launch)
         static = u.static_smem if u else _static_total(kf, shared)
         site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
                     launch_arg(launch, 1), _label(k, launch.template_args),
                     max_dynamic_smem=max_dyn, carveout=carveout)
         yield _evaluate(site)
-    if evaluated:
-        return
+    if evaluated or any(ln.block.total is not None for ln in kf.elsewhere):
+        return      # evaluated at its launches (those elsewhere: in their own files)
     bounds = k.launch_bounds
     instances = kf.usages.get(arch, []) or [None]
     for u in instances:
         values = tuple(u.template_args) if u and k.template_params else ()
-        b, shared = _specialize(facts.source, k, tuple(_int(v) if _int(v) is not None else v for v in values)) if values else (bounds, None)
+        b, shared = _specialize(kf.origin, k, tuple(_int(v) if _int(v) is not None else v for v in values)) if values else (bounds, None)
         if b is None or not b.max_threads:
             continue
         static = u.static_smem if u else _static_total(kf, shared)
@@ -785,7 +798,7 @@ def launch_exceeds_bounds(facts: Facts) -> Iterator[Hit]:
         for launch in kf.launches:
             if launch.span.start in seen or launch.block.total is None or launch.dynamic_smem is not None:
                 continue
-            bound = _specialize(facts.source, kf.kernel, _launch_args(launch))[0] or lb
+            bound = _specialize(kf.origin, kf.kernel, _launch_args(launch))[0] or lb
             if bound and bound.max_threads and launch.block.total > bound.max_threads:
                 seen.add(launch.span.start)
                 values = {"kernel": _label(kf.kernel, launch.template_args), "block": launch.block.total,

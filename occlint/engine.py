@@ -10,6 +10,7 @@ arch-independent rules (block shape, grid, build files) report once with `arch` 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -101,13 +102,18 @@ def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
 
 
 def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
-                source: SourceFile | None = None, compile_errors: Sequence[CompileError] = ()) -> list[Finding]:
-    """Lint one CUDA source: pure, no I/O. Findings sorted, suppressions applied, fixes attached."""
+                source: SourceFile | None = None, compile_errors: Sequence[CompileError] = (),
+                project: Sequence[SourceFile] = ()) -> list[Finding]:
+    """Lint one CUDA source: pure, no I/O. Findings sorted, suppressions applied, fixes attached.
+
+    `project` (optional): the other parsed files of the run, so that a launch of a kernel defined
+    in a header is evaluated with the header's `__launch_bounds__` and `__shared__` arrays.
+    """
     if source is None:
         from occlint.source import parse
         source = parse(text, path)
     archs = config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
-    facts = checks.build_facts(source, usage, config, archs, compile_errors)
+    facts = checks.build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
     for code, fn in checks.CHECKS.items():
         if registry.is_enabled(code, config, path):
@@ -156,6 +162,8 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.discover import discover
 
     result = LintResult()
+    if not config.arch and config.gpu != Config.gpu:
+        config = dataclasses.replace(config, arch=target_archs(config))   # a named GPU: its arch
     sources, builds = discover(paths, config)
     texts: dict[str, str] = {}
     for path in [*sources, *builds]:
@@ -174,14 +182,17 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     if not config.arch:
         config = _with_archs(config, usage, report)
     all_usage = [u for us in usage.values() for u in us]
+    from occlint.source import parse
+    parsed = {path: parse(texts[path], path) for path in cuda}
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
             file_usage = list(report.usage_for(path))
         elif not file_usage and path.endswith((".cuh", ".h", ".hpp")):
             file_usage = all_usage
-        result.findings.extend(lint_source(texts[path], path, file_usage, config,
-                                           compile_errors=errors_by_file.get(path, ())))
+        result.findings.extend(lint_source(texts[path], path, file_usage, config, source=parsed[path],
+                                           compile_errors=errors_by_file.get(path, ()),
+                                           project=list(parsed.values())))
         result.files.append(path)
         result.sources[path] = texts[path]
     for path in builds:
@@ -194,7 +205,6 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
 
 
 def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]], report=None) -> Config:
-    import dataclasses
     archs = tuple(report.archs) if report is not None and report.archs else \
         tuple(sorted({u.arch for us in usage.values() for u in us}))
     if not archs:

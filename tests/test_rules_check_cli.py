@@ -132,3 +132,19 @@ def test_compile_error_is_a_finding_not_exit_2(tmp_path, nvcc_path):
     assert r.returncode == 1, r.stderr
     [f] = json.loads(r.stdout)
     assert f["code"] == "OCC900" and f["location"]["row"] == 2 and "nope" in f["message"]
+
+
+def test_kernel_in_header_is_evaluated_at_launches_elsewhere(tmp_path):
+    header = """template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) fill(float* x, int n) {
+    __shared__ float stage[4096];
+    stage[threadIdx.x] = 0.0f;
+    x[blockIdx.x * BLOCK + threadIdx.x] = stage[threadIdx.x];
+}
+"""
+    main = '#include "fill.cuh"\nvoid run(float* x, int n) {\n    fill<128><<<n / 128, 256>>>(x, n);\n' \
+           '    fill<256><<<n / 256, 256>>>(x, n);\n}\n'
+    root = project(tmp_path, {"fill.cuh": header, "main.cu": main})
+    _, found = check_json(root)
+    got = {(f["filename"].rsplit("/", 1)[1], f["location"]["row"], f["code"]) for f in found}
+    assert got == {("main.cu", 3, "OCC032"), ("fill.cuh", 3, "OCC020")}, found

@@ -79,3 +79,11 @@ def test_docs_are_generated_from_the_toml(tmp_path):
     written = registry.write_docs(tmp_path)
     assert {p.stem for p in written} == set(CODES)
     assert (tmp_path / "OCC020.md").read_text() == registry.page("OCC020")
+
+
+def test_committed_docs_are_current():
+    from conftest import ROOT
+
+    for code in CODES:
+        page = ROOT / "docs" / "rules" / f"{code}.md"
+        assert page.read_text() == registry.page(code), f"run `python -m occlint.registry docs/rules` ({code})"
