@@ -57,12 +57,10 @@ def _rule(rule) -> dict:
     first_paragraph = (rule.rationale or rule.summary).strip().split("\n\n")[0]
     text = [rule.summary, "", (rule.rationale or "").strip()]
     markdown = [f"**{rule.summary}**", "", (rule.rationale or "").strip()]
-    if getattr(rule, "example", ""):
-        text += ["", "Example:", rule.example.rstrip()]
-        markdown += ["", "Example:", "```cuda", rule.example.rstrip(), "```"]
-    if getattr(rule, "use_instead", ""):
-        text += ["", "Use instead:", rule.use_instead.rstrip()]
-        markdown += ["", "Use instead:", "```cuda", rule.use_instead.rstrip(), "```"]
+    for title, code in (("Example:", rule.example), ("Use instead:", rule.use_instead)):
+        if code.strip():
+            text += ["", title, code.strip("\n")]
+            markdown += ["", title, "```cuda", code.strip("\n"), "```"]
     markdown += ["", f"[{rule.code} {rule.name}]({url})"]
     return {
         "id": rule.code,
