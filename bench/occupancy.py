@@ -1,7 +1,8 @@
 """Benchmark of the occupancy engine: `python bench/occupancy.py` prints a table.
 
 compute() runs over varied arguments (no caching of results anywhere), best of 5 rounds, on
-one core; the sweep is the full 32 block sizes x 32 register counts.
+one core; the sweep is the full 32 block sizes x 32 register counts. Times are CPU time of this
+process (time.process_time), so other load on the machine does not inflate them.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from occlint.occupancy import (
 def _best(fn, rounds: int = 5) -> float:
     best = float("inf")
     for _ in range(rounds):
-        t = time.perf_counter()
+        t = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     return best
 
 

@@ -122,6 +122,10 @@ _CONSTS: dict = {}
 def _consts(spec) -> _Consts:
     """Constants for an arch spec, a GPU or an ArchLimits, cached by spec (by identity for
     ArchLimits objects)."""
+    if type(spec) is str:
+        c = _CONSTS.get(spec)
+        if c is not None:
+            return c
     if isinstance(spec, GPU):
         spec = spec.arch
     key = id(spec) if isinstance(spec, ArchLimits) else spec
@@ -261,8 +265,21 @@ def compute(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
     barriers: named barriers the kernel uses (ptxas "used N barriers"); matters on CC >= 9.
     Bad arguments raise OcclintError.
     """
-    c, pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
-                                max_dynamic_smem, carveout, cache_config, barriers)
+    # _prepare() inlined for the common case (a known arch string and plain arguments)
+    c = _CONSTS.get(arch) if type(arch) is str else None
+    if (c is not None and max_dynamic_smem is None and type(block_size) is int
+            and type(regs_per_thread) is int and type(static_smem) is int
+            and type(dynamic_smem) is int and type(barriers) is int and block_size > 0
+            and regs_per_thread >= 0 and static_smem >= 0 and dynamic_smem >= 0
+            and barriers >= 0 and (carveout is None or type(carveout) is int)
+            and type(cache_config) is str
+            and (pref := c.prefs.get((-1 if carveout is None else carveout, cache_config)))
+            is not None):
+        max_dyn = c.optin - static_smem if c.optin > static_smem else 0
+    else:
+        c, pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem,
+                                    dynamic_smem, max_dynamic_smem, carveout, cache_config,
+                                    barriers)
     (active, flags, w, r, s, b, br, regs_alloc, smem_alloc, smem_cfg, warps) = _blocks(
         c, block_size, regs_per_thread, static_smem, dynamic_smem, max_dyn, pref, barriers)
     # Built without the frozen dataclass __init__ (a third of the time of a call otherwise).
