@@ -297,3 +297,19 @@ def test_local_constant_shadows_global_of_same_name():
     text = ("constexpr int T = 64;\n__global__ void k() {}\n"
             "void h() { constexpr int T = 32; k<<<1, T>>>(); }\nvoid g() { k<<<1, T>>>(); }\n")
     assert [la.block.x for la in parse(text).launches] == [32, 64]
+
+
+def test_parameter_shadows_global_constant():
+    text = ("constexpr int threads = 256;\n__global__ void k() {}\n"
+            "void h(int threads) { k<<<1, threads>>>(); }\nvoid g() { k<<<1, threads>>>(); }\n")
+    assert [la.block.x for la in parse(text).launches] == [None, 256]
+
+
+def test_dim3_with_only_names_is_not_a_function_declaration():
+    # `dim3 b(BX, BY);` parses as a function declaration in C++ grammars
+    text = ("#define BX 16\nconstexpr int BY = 4;\n__global__ void k() {}\n"
+            "void h(int n) { int sq = 8; dim3 b(BX, BY); dim3 c(sq, sq); dim3 g(n, BY);\n"
+            "k<<<g, b>>>(); k<<<1, c>>>(); }\n")
+    a, b = parse(text).launches
+    assert (a.block.x, a.block.y, a.grid.x, a.grid.y) == (16, 4, None, 4)
+    assert b.block.total == 64

@@ -112,6 +112,18 @@ class Context:
                 env.add_macro(name.text, value.text if value is not None else b"", names)
         for node in caps.get("init", ()):
             self._add_declaration(node)
+        for node in caps.get("param", ()):
+            # a parameter shadows constants of the same name; its value is unknown
+            name = declarator_name(node.child_by_field_name("declarator"))
+            if name is not None:
+                key = (self.scope_of(node.start_byte), name.text)
+                env.locals.setdefault(key, []).append((b"", node))
+        for node in caps.get("vexing", ()):
+            # `dim3 block(BX, BY);` parses as a function declaration (all arguments are names)
+            name = node.child_by_field_name("declarator")
+            scope = self.scope_of(node.start_byte)
+            if scope is not None and name is not None and name.type == "identifier":
+                env.locals.setdefault((scope, name.text), []).append((b"dim3", node))
         for node in caps.get("member", ()):
             quals = qualifiers(node)
             name = declarator_name(node.child_by_field_name("declarator"))

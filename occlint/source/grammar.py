@@ -39,6 +39,10 @@ FILE_QUERY = Query(LANGUAGE, f"""
   (#any-of? @api.fn {" ".join(f'"::{n}"' for n in API_CALLS)})) @api
 (struct_specifier name: (type_identifier) body: (field_declaration_list)) @struct
 (function_definition body: (compound_statement)) @function
+(function_definition declarator: (function_declarator
+  parameters: (parameter_list (parameter_declaration) @param)))
+(declaration type: (type_identifier) @vexing.type declarator: (function_declarator) @vexing
+  (#eq? @vexing.type "dim3"))
 """)
 
 def new_parser() -> Parser:

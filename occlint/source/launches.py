@@ -106,6 +106,13 @@ class LaunchReader:
                 if (scope, node.text) in self.env.mutated:
                     return Dim3(None, None, None, text)
                 init = decls[0][1]
+                if init.type == "function_declarator":          # `dim3 b(BX, BY);`
+                    params = _args(init.child_by_field_name("parameters"))
+                    if any(p.type != "parameter_declaration" or
+                           p.child_by_field_name("declarator") is not None for p in params):
+                        return Dim3(None, None, None, text)
+                    return self._components([p.child_by_field_name("type") for p in params],
+                                            scope, text)
                 value = init.child_by_field_name("value")
                 if value is not None and value.type == "argument_list":
                     return self._components(_args(value), scope, text)
