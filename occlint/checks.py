@@ -86,6 +86,7 @@ class Site:
     occ: object | None = None           # occupancy.Occupancy
     unlaunchable: str | None = None     # limiter that gives 0 blocks/SM ("threads", ...)
     exceeds_bounds: bool = False
+    needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute (OCC022)
     verdict: str | None = None          # "registers" | "shared_memory" | "static_shared" | "block_size"
 
 
@@ -239,6 +240,15 @@ def _launch_args(launch: Launch) -> tuple:
         return tuple(launch.template_values)
 
 
+def attributes_for(facts: Facts, k: Kernel) -> list:
+    """cudaFuncSetAttribute calls in this file that name kernel `k`."""
+    def names(text: str) -> bool:
+        plain = re.sub(r"\(\s*(const\s+)?void\s*\*\s*\)|reinterpret_cast<[^>]*>|[&()\s]", "", text)
+        plain = plain.split("<")[0]
+        return plain in (k.name, k.qualname) or plain.endswith("::" + k.name)
+    return [a for a in facts.source.attributes if names(a.kernel) or _find_kernel(facts.source, a) == k]
+
+
 def _find_kernel(sf: SourceFile, launch: Launch) -> Kernel | None:
     try:
         from occlint.source import find_kernel
@@ -379,10 +389,9 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     if kf.static_over_limit is not None:
         return
     k = kf.kernel
-    attrs = [a for a in facts.source.attributes
-             if a.kernel.lstrip("&").split("<")[0].strip() in (k.name, k.qualname)]
-    max_dyn = next((a.value for a in attrs if a.attribute == "MaxDynamicSharedMemorySize"
-                    and isinstance(a.value, int)), None)
+    attrs = attributes_for(facts, k)
+    opt_in = max((a.value for a in attrs if a.attribute == "MaxDynamicSharedMemorySize"
+                  and isinstance(a.value, int)), default=None)
     carveout = next((a.value for a in attrs if a.attribute == "PreferredSharedMemoryCarveout"
                      and isinstance(a.value, int) and 0 <= a.value <= 100), None)
     evaluated = False
@@ -395,10 +404,16 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             continue
         bounds, shared = _specialize(kf.origin, k, _launch_args(launch))
         u = usage_for(kf, arch, launch)
+        # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
+        max_dyn = opt_in if opt_in is not None and opt_in >= launch.dynamic_smem else None
+        unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
+                             for a in attrs)
         static = u.static_smem if u else _static_total(kf, shared)
         site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
                     launch_arg(launch, 1), _label(k, launch.template_args),
                     max_dynamic_smem=max_dyn, carveout=carveout)
+        site.needs_opt_in = (launch.dynamic_smem > 0 and static + launch.dynamic_smem > STATIC_SMEM_LIMIT
+                             and max_dyn is None and not unknown_opt_in)
         yield _evaluate(site)
     if evaluated or any(ln.block.total is not None for ln in kf.elsewhere):
         return      # evaluated at its launches (those elsewhere: in their own files)
@@ -411,7 +426,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             continue
         static = u.static_smem if u else _static_total(kf, shared)
         site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
-                    _label(k, values), max_dynamic_smem=max_dyn, carveout=carveout)
+                    _label(k, values), max_dynamic_smem=opt_in, carveout=carveout)
         yield _evaluate(site)
 
 
@@ -445,8 +460,9 @@ def _evaluate(site: Site) -> Site:
 def verdict(site: Site, min_occupancy: float) -> str | None:
     """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code)."""
     occ = site.occ
-    if occ is None or site.unlaunchable or site.exceeds_bounds or occ.occupancy >= min_occupancy:
-        return None
+    if occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in \
+            or occ.occupancy >= min_occupancy:
+        return None     # a launch that fails has one finding: why it fails
     limiter = primary_limiter(occ, site.usage is not None)
     if limiter == "registers":
         return "registers"
@@ -560,7 +576,7 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
     seen = set()
     for site in facts.sites:
         occ = site.occ
-        if site.usage is None or occ is None or site.unlaunchable or site.exceeds_bounds:
+        if site.usage is None or occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in:
             continue
         if "registers" not in occ.limiters or verdict(site, facts.config.min_occupancy):
             continue
@@ -704,16 +720,11 @@ def dynamic_without_opt_in(facts: Facts) -> Iterator[Hit]:
     seen = set()
     for site in facts.sites:
         launch = site.launch
-        if launch is None or site.unlaunchable or site.exceeds_bounds or site.dynamic_smem <= 0:
+        if not site.needs_opt_in or site.unlaunchable or site.exceeds_bounds:
             continue
         total = site.static_smem + site.dynamic_smem
-        if total <= STATIC_SMEM_LIMIT:
-            continue
         k = site.facts.kernel
-        opted = [a for a in facts.source.attributes if a.attribute == "MaxDynamicSharedMemorySize"
-                 and a.kernel.lstrip("&").split("<")[0].strip() in (k.name, k.qualname, launch.callee)]
-        if any(a.value is None or not isinstance(a.value, int) or a.value >= site.dynamic_smem for a in opted):
-            continue
+        opted = [a for a in attributes_for(facts, k) if a.attribute == "MaxDynamicSharedMemorySize"]
         key = launch.span.start
         if key in seen:
             continue

@@ -178,7 +178,13 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         report = _collect(cuda, config, jobs, result)
         usage = dict(report.usages) if report else {}
         for err in (report.errors if report else []):
-            errors_by_file.setdefault(_match_path(err.path, err.unit, cuda), []).append(err)
+            target = _match_path(err.path, cuda)
+            if target is None:          # in a file not linted (a header elsewhere): name it at the unit
+                target = _match_path(err.unit, cuda)
+                where = f"{err.path}:{err.line}" if err.line else err.path
+                err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
+            if target is not None:
+                errors_by_file.setdefault(target, []).append(err)
     if not config.arch:
         config = _with_archs(config, usage, report)
     all_usage = [u for us in usage.values() for u in us]
@@ -216,14 +222,11 @@ def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]], report=Non
     return dataclasses.replace(config, arch=archs or target_archs(config))
 
 
-def _match_path(path: str, unit: str, candidates: Sequence[str]) -> str:
-    for p in (path, unit):
-        if not p:
-            continue
-        for c in candidates:
-            if os.path.abspath(c) == os.path.abspath(p):
-                return c
-    return unit or path
+def _match_path(path: str, candidates: Sequence[str]) -> str | None:
+    if not path:
+        return None
+    full = os.path.realpath(path)
+    return next((c for c in candidates if os.path.realpath(c) == full), None)
 
 
 def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: LintResult):
