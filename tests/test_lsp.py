@@ -150,3 +150,20 @@ async def test_hover_shows_nvcc_figures_after_save(client: LanguageClient, nvcc_
     value = await asyncio.wait_for(figures(), 180)
     assert "| sm_90 |" in value
     assert "| sm_90 | 100 (line 7) |" in value and "blocks/SM" in value
+
+
+def test_positions_are_utf16_and_noqa_edits_extend_existing_lists():
+    from pygls.workspace.position_codec import PositionCodec
+
+    from occlint.lsp import noqa_edit, to_range
+    from occlint.model import Span
+
+    line = '    /* 😀 Σ */ k<<<1, 100>>>(x);  // noqa: OCC033\n'
+    col = line.index("100") + 1                         # 1-based code points
+    rng = to_range(Span(1, col, 1, col + 3), [line], PositionCodec())
+    assert (rng.start.character, rng.end.character) == (col - 1 + 1, col - 1 + 1 + 3)  # 😀 is 2 units
+    edit = noqa_edit(line, 1, "OCC031")
+    assert edit.new_text == ", OCC031"
+    assert apply_edits(line.replace("😀", "xx"), [edit]).endswith("// noqa: OCC033, OCC031\n")
+    plain = noqa_edit("    k<<<1, 100>>>(x);   \n", 1, "OCC031")
+    assert (plain.range.start.character, plain.new_text) == (len("    k<<<1, 100>>>(x);"), "  // noqa: OCC031")
