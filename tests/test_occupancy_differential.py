@@ -209,3 +209,21 @@ def test_header_available_dynamic_smem_mirrors_header(oracle):
         except OcclintError:
             got = "error"
         assert (got is None or got == "error") if want[0] != 0 else got == want[1], (q, got, want)
+
+
+@pytest.mark.parametrize(("cc", "block", "regs", "static", "dynamic", "blocks", "flags"), [
+    ("8.6", 256, 16, 16384, 0, 5, BITS["shared_memory"]),      # 40/48 warps, 83.3%
+    ("8.6", 256, 16, 0, 1024, 6, BITS["warps"]),               # 100%
+    ("9.0", 256, 48, 16384, 0, 5, BITS["registers"]),          # 40 warps, 62.5%, not 42
+    ("9.0", 256, 33, 0, 0, 6, BITS["registers"]),              # 48 warps (75%), not 51
+    ("7.0", 128, 37, 0, 0, 12, BITS["registers"]),             # 48/64 warps = 75%
+    ("7.0", 320, 37, 0, 0, 4, BITS["registers"]),              # 40/64 warps = 62.5%
+])
+def test_literature_cases_are_the_headers_answers(oracle, cc, block, regs, static, dynamic,
+                                                   blocks, flags):
+    a = next(x for x in ARCHS if x.cc == cc)
+    q = {"a": a, "block": block, "regs": regs, "static": static, "dynamic": dynamic,
+         "max_dyn": None, "carveout": None, "cache": "none", "barriers": 1}
+    (want,) = oracle.active([_oracle_args(q)])
+    assert want[1:3] == [blocks, flags]
+    assert _as_header(_ours(q)) == want
