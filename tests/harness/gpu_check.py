@@ -55,7 +55,11 @@ def main() -> int:
                     str(HERE / "gpu_check.cu")], check=True)
     raw = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     (work / "gpu_check.txt").write_text(raw)
+    return compare(raw)
 
+
+def compare(raw: str) -> int:
+    """Print every disagreement between gpu_check's output and occlint; 1 if any, else 0."""
     bad = total = 0
     arch = sm_count = None
     for line in raw.splitlines():
