@@ -1,0 +1,80 @@
+"""The engine's contracts: pure lint_source, sorted findings, suppression parsing, edit application."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+import pytest
+from conftest import FIXTURES
+
+from occlint import fix
+from occlint.config import Config
+from occlint.engine import lint_source, noqa_map
+from occlint.model import Edit, Usage
+
+CASES = sorted(p for p in FIXTURES.glob("*.cu") if not p.name.endswith(".fixed.cu"))
+
+
+def test_lint_source_is_pure(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("lint_source must not run processes")
+
+    monkeypatch.setattr(subprocess, "run", forbidden)
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+    text = (FIXTURES / "OCC031_block_not_warp_multiple.cu").read_text()
+    assert lint_source(text, "x.cu", [], Config())
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
+def test_any_usage_gives_sorted_in_bounds_findings(path):
+    from occlint.source import parse
+
+    text = path.read_text()
+    sf = parse(text, str(path))
+    rng = random.Random(path.name)
+    lines = text.splitlines()
+    for _ in range(6):
+        usage = [Usage(kernel=k.qualname, arch=arch, registers=rng.choice([8, 33, 40, 64, 72, 128, 255]),
+                       static_smem=rng.choice([0, 4096, 49152, 70000]), barriers=rng.choice([0, 1, 3]),
+                       spill_stores=rng.choice([0, 16]))
+                 for k in sf.kernels for arch in ("sm_86", "sm_90")]
+        config = Config(arch=("sm_86", "sm_90"), min_occupancy=rng.choice([0.25, 0.5, 1.0]))
+        findings = lint_source(text, str(path), usage, config, source=sf)
+        keys = [(f.span.line, f.span.column, f.code, f.arch or "") for f in findings]
+        assert keys == sorted(keys)
+        for f in findings:
+            assert 1 <= f.span.line <= len(lines) and f.message and "{" not in f.message
+            assert len({(g.code, g.span.start, g.arch) for g in findings if g.code == f.code}) >= 1
+        # one cause, one code, at one launch and arch
+        per_place = {}
+        for f in findings:
+            if f.code in ("OCC001", "OCC002", "OCC003", "OCC034", "OCC032", "OCC022"):
+                per_place.setdefault((f.span.start, f.arch), []).append(f.code)
+        for codes in per_place.values():
+            assert len(codes) == 1, codes
+
+
+def test_noqa_parsing():
+    text = "\n".join([
+        "a;  // noqa: OCC010, OCC020",
+        "b;  // noqa",
+        "c;  /* noqa: OCC031 */",
+        "d;  // expect: nothing",
+        "// occlint: noqa: OCC033",
+    ])
+    file_level, lines = noqa_map(text)
+    assert file_level == frozenset({"OCC033"})
+    assert lines == {1: frozenset({"OCC010", "OCC020"}), 2: None, 3: frozenset({"OCC031"})}
+    assert noqa_map("// occlint: noqa\n")[0] is None
+    assert noqa_map("x\n")[0] is False
+
+
+def test_apply_drops_overlapping_edits_of_a_later_fix():
+    from occlint.fix import make_span
+
+    text = "abcdef"
+    edits = [Edit("X", make_span(text, 1, 3)), Edit("Y", make_span(text, 2, 4)), Edit("Z", make_span(text, 5, 5))]
+    assert fix.apply(text, edits) == "aXdeZf"
+    span = make_span("ab\ncd", 3, 5)
+    assert (span.line, span.column, span.end_line, span.end_column) == (2, 1, 2, 3)
