@@ -8,7 +8,8 @@ definitions (say in `#if`/`#else`) is unknown. Unknown is None, never a guess.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from occlint.source import types
 from occlint.source.grammar import parser
@@ -66,6 +67,17 @@ _BINARY = {
 }
 
 
+@dataclass
+class Local:
+    """What one function does with one name: its declarations (type text, declarator node:
+    an init_declarator, or a parameter/plain declaration whose value is unknown), whether it is
+    written after its declaration, and `name.field = value` assignments."""
+
+    decls: list = field(default_factory=list)
+    written: bool = False
+    fields: dict = field(default_factory=dict)      # field name (bytes) -> [value node or None]
+
+
 class Env:
     """What names mean in one file; filled by occlint.source.parse."""
 
@@ -74,9 +86,8 @@ class Env:
         self.fmacros: dict[bytes, list[tuple[tuple[bytes, ...], bytes]]] = {}
         self.globals: dict[bytes, list[tuple[str, object]]] = {}    # name -> (qualname, value node)
         self.enums: dict[bytes, list[tuple[list, int]]] = {}        # name -> (enumerators, index)
-        self.locals: dict[tuple[int, bytes], list[tuple[bytes, object]]] = {}  # -> (type, declarator)
-        self.mutated: set[tuple[int, bytes]] = set()
-        self.fields: dict[tuple[int, bytes, bytes], list[object]] = {}  # (scope, var, field) -> values
+        # (scope, name) -> Local or None; set by occlint.source.context (found on demand)
+        self.local: Callable[[int | None, bytes], Local | None] = lambda scope, name: None
         self.structs: dict[str, tuple[int, int]] = {}
         self._snippets: dict[bytes, object] = {}
         self._active: set = set()
@@ -262,9 +273,9 @@ class Env:
             return None
         plain = name.rsplit(b"::", 1)[-1]
         if scope is not None and plain == name:
-            decls = self.locals.get((scope, name))
-            if decls is not None:
-                return self._local(name, decls, scope)
+            local = self.local(scope, name)
+            if local is not None:
+                return self._local(name, local, scope)
         key = ("g", name)
         if key in self._memo:
             return self._memo[key]
@@ -277,10 +288,10 @@ class Env:
             self._active.discard(key)
         return v
 
-    def _local(self, name, decls, scope):
-        if len(decls) != 1 or (scope, name) in self.mutated:
+    def _local(self, name, local, scope):
+        if len(local.decls) != 1 or local.written:
             return None
-        type_text, decl = decls[0]
+        type_text, decl = local.decls[0]
         if types.normalize(type_text.decode("utf-8", "replace")) in ("dim3", "float", "double"):
             return None
         key = ("l", scope, name)

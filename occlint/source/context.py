@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 from occlint.source import types
-from occlint.source.consteval import Env
+from occlint.source.consteval import Env, Local
 from occlint.source.grammar import FILE_QUERY, captures, parser
 from occlint.source.text import Text
 
@@ -55,7 +56,10 @@ class Context:
         self.func_starts = [f[0] for f in funcs]
         self.funcs = funcs
         self.env = Env()
+        self.env.local = self.local
         self._names: dict[int, str | None] = {}
+        self._locals: dict = {}
+        self._func_by_start = {f[0]: f[2] for f in funcs}
         self._fill_env()
 
     # --- scopes --------------------------------------------------------------------------------
@@ -110,20 +114,10 @@ class Context:
             if name is not None and params is not None:
                 names = tuple(p.text for p in params.named_children if p.type == "identifier")
                 env.add_macro(name.text, value.text if value is not None else b"", names)
-        for node in caps.get("init", ()):
-            self._add_declaration(node)
-        for node in caps.get("param", ()):
-            # a parameter shadows constants of the same name; its value is unknown
-            name = declarator_name(node.child_by_field_name("declarator"))
-            if name is not None:
-                key = (self.scope_of(node.start_byte), name.text)
-                env.locals.setdefault(key, []).append((b"", node))
-        for node in caps.get("vexing", ()):
-            # `dim3 block(BX, BY);` parses as a function declaration (all arguments are names)
-            name = node.child_by_field_name("declarator")
-            scope = self.scope_of(node.start_byte)
-            if scope is not None and name is not None and name.type == "identifier":
-                env.locals.setdefault((scope, name.text), []).append((b"dim3", node))
+        for decl in caps.get("global", ()):
+            if qualifiers(decl) & {b"const", b"constexpr"}:
+                for init in decl.children_by_field_name("declarator"):
+                    self._add_global(decl, init)
         for node in caps.get("member", ()):
             quals = qualifiers(node)
             name = declarator_name(node.child_by_field_name("declarator"))
@@ -137,39 +131,38 @@ class Context:
                 name = e.child_by_field_name("name")
                 if name is not None:
                     env.enums.setdefault(name.text, []).append((enumerators, i))
-        for node in caps.get("written", ()):
-            env.mutated.add((self.scope_of(node.start_byte), node.text))
-        for node in caps.get("field_written", ()):
-            var, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
-            if var is None or fld is None or var.type != "identifier":
-                continue
-            scope = self.scope_of(node.start_byte)
-            env.mutated.add((scope, var.text))
-            right = node.parent.child_by_field_name("right")
-            op = node.parent.child_by_field_name("operator")
-            if op is not None and op.text != b"=":
-                right = None
-            env.fields.setdefault((scope, var.text, fld.text), []).append(right)
         for node in caps.get("struct", ()):
             self._add_struct(node)
 
-    def _add_declaration(self, init):
-        decl = init.parent
-        if decl is None or decl.type not in ("declaration", "condition_clause"):
+    def _add_global(self, decl, init):
+        if init.type != "init_declarator":
             return
         name = init.child_by_field_name("declarator")
         if name is None or name.type != "identifier":
             return
-        type_node = decl.child_by_field_name("type")
-        type_text = type_node.text if type_node is not None else b""
-        scope = self.scope_of(init.start_byte)
-        if scope is None:
-            if qualifiers(decl) & {b"const", b"constexpr"}:
-                qual = "::".join((*scopes_of(decl), name.text.decode("utf-8", "replace")))
-                self.env.globals.setdefault(name.text, []).append(
-                    (qual, init.child_by_field_name("value")))
-        else:
-            self.env.locals.setdefault((scope, name.text), []).append((type_text, init))
+        qual = "::".join((*scopes_of(decl), name.text.decode("utf-8", "replace")))
+        self.env.globals.setdefault(name.text, []).append((qual, init.child_by_field_name("value")))
+
+    # --- locals, on demand -----------------------------------------------------------------------
+
+    def local(self, scope: int | None, name: bytes) -> Local | None:
+        """How the function starting at `scope` declares and writes `name` (None: it does not)."""
+        key = (scope, name)
+        if key not in self._locals:
+            fn = self._func_by_start.get(scope) if scope is not None else None
+            self._locals[key] = self._find_local(fn, name) if fn is not None else None
+        return self._locals[key]
+
+    def _find_local(self, fn, name: bytes) -> Local | None:
+        local = Local()
+        pattern = re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
+        for m in pattern.finditer(self.tx.parse_data, fn.start_byte, fn.end_byte):
+            node = fn.descendant_for_byte_range(m.start(), m.end())
+            if node is None or node.start_byte != m.start() or node.end_byte != m.end() or \
+                    node.type != "identifier":
+                continue                       # in a comment, a string, or a longer token
+            _classify_use(node, local)
+        return local if local.decls else None
 
     def _add_struct(self, node):
         members = []
@@ -200,3 +193,48 @@ class Context:
         if members:
             name = node.child_by_field_name("name").text.decode("utf-8", "replace")
             self.env.structs[name] = types.layout(members)
+
+
+_DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
+                "parenthesized_declarator", "init_declarator"}
+
+
+def _classify_use(node, local: Local) -> None:
+    """Record one occurrence of a name: a declaration, a write, or (ignored) a read."""
+    parent = node.parent
+    if parent is None:
+        return
+    t = parent.type
+    if t == "init_declarator" and parent.child_by_field_name("declarator") == node:
+        decl = parent.parent
+        type_node = decl.child_by_field_name("type") if decl is not None else None
+        local.decls.append((type_node.text if type_node is not None else b"", parent))
+    elif t == "function_declarator" and parent.child_by_field_name("declarator") == node:
+        decl = parent.parent        # `dim3 b(BX, BY);` parses as a function declaration
+        type_node = decl.child_by_field_name("type") if decl is not None else None
+        if decl is not None and decl.type == "declaration" and type_node is not None:
+            local.decls.append((type_node.text, parent))
+    elif t in ("declaration", "parameter_declaration", "optional_parameter_declaration") or \
+            (t in _DECLARATORS and parent.child_by_field_name("declarator") == node):
+        # a parameter, or a declaration without initializer: a name whose value is unknown
+        p = parent
+        while p is not None and p.type in _DECLARATORS:
+            p = p.parent
+        if p is not None and p.type in ("declaration", "parameter_declaration",
+                                        "optional_parameter_declaration"):
+            local.decls.append((b"", p))
+    elif (t == "assignment_expression" and parent.child_by_field_name("left") == node) or \
+            t == "update_expression" or \
+            (t == "pointer_expression" and parent.child_by_field_name("operator").text == b"&"):
+        local.written = True           # assigned, incremented, or its address taken
+    elif t == "field_expression" and parent.child_by_field_name("argument") == node:
+        assign = parent.parent
+        if assign is not None and assign.type == "assignment_expression" and \
+                assign.child_by_field_name("left") == parent:
+            local.written = True
+            field = parent.child_by_field_name("field")
+            op = assign.child_by_field_name("operator")
+            value = assign.child_by_field_name("right") if op is not None and op.text == b"=" \
+                else None
+            if field is not None:
+                local.fields.setdefault(field.text, []).append(value)

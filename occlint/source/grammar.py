@@ -17,17 +17,19 @@ API_CALLS = (
     "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags",
 )
 
-# One pass over the file: everything the model and the constant evaluator need.
+# One pass over the file: everything the model and the constant evaluator need. Locals of a
+# function are looked up on demand (occlint.source.context.Context.local).
 FILE_QUERY = Query(LANGUAGE, f"""
 (preproc_def) @def
 (preproc_function_def) @fdef
-(init_declarator) @init
+(translation_unit (declaration) @global)
+(declaration_list (declaration) @global)
+(preproc_if (declaration) @global)
+(preproc_ifdef (declaration) @global)
+(preproc_else (declaration) @global)
+(preproc_elif (declaration) @global)
 (field_declaration default_value: (_)) @member
 (enumerator_list) @enums
-(assignment_expression left: (identifier) @written)
-(assignment_expression left: (field_expression) @field_written)
-(update_expression argument: (identifier) @written)
-(pointer_expression operator: "&" argument: (identifier) @written)
 (function_definition "__global__") @kernel
 (declaration "__global__") @kernel
 (field_declaration "__global__") @kernel
@@ -39,10 +41,6 @@ FILE_QUERY = Query(LANGUAGE, f"""
   (#any-of? @api.fn {" ".join(f'"::{n}"' for n in API_CALLS)})) @api
 (struct_specifier name: (type_identifier) body: (field_declaration_list)) @struct
 (function_definition body: (compound_statement)) @function
-(function_definition declarator: (function_declarator
-  parameters: (parameter_list (parameter_declaration) @param)))
-(declaration type: (type_identifier) @vexing.type declarator: (function_declarator) @vexing
-  (#eq? @vexing.type "dim3"))
 """)
 
 def new_parser() -> Parser:

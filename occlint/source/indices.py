@@ -54,11 +54,11 @@ class Classifier:
         """The initializer of a local never written again, else None."""
         if node is None or node.type != "identifier" or self.scope is None:
             return None
-        key = (self.scope, node.text)
-        decls = self.env.locals.get(key)
-        if not decls or len(decls) != 1 or key in self.env.mutated:
+        local = self.env.local(self.scope, node.text)
+        if local is None or len(local.decls) != 1 or local.written:
             return None
-        return decls[0][1].child_by_field_name("value")
+        decl = local.decls[0][1]
+        return decl.child_by_field_name("value") if decl.type == "init_declarator" else None
 
     def const(self, node) -> int | None:
         return self.env.value(node, self.scope)

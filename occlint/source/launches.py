@@ -100,12 +100,12 @@ class LaunchReader:
         if t == "initializer_list":
             return self._components(_args(node), scope, text)
         if t == "identifier" and scope is not None:
-            decls = self.env.locals.get((scope, node.text))
-            if decls and len(decls) == 1 and types.normalize(
-                    decls[0][0].decode("utf-8", "replace")) == "dim3":
-                if (scope, node.text) in self.env.mutated:
+            local = self.env.local(scope, node.text)
+            if local is not None and len(local.decls) == 1 and types.normalize(
+                    local.decls[0][0].decode("utf-8", "replace")) == "dim3":
+                init = local.decls[0][1]
+                if local.written or init.type not in ("init_declarator", "function_declarator"):
                     return Dim3(None, None, None, text)
-                init = decls[0][1]
                 if init.type == "function_declarator":          # `dim3 b(BX, BY);`
                     params = _args(init.child_by_field_name("parameters"))
                     if any(p.type != "parameter_declaration" or
@@ -136,9 +136,9 @@ class LaunchReader:
         if node.type == "identifier":
             if (scope, node.text) in self.runtime:
                 return True
-            decls = self.env.locals.get((scope, node.text))
-            if decls and len(decls) == 1:
-                return self.is_runtime(decls[0][1].child_by_field_name("value"), scope)
+            local = self.env.local(scope, node.text)
+            if local is not None and len(local.decls) == 1:
+                return self.is_runtime(local.decls[0][1].child_by_field_name("value"), scope)
             return False
         return any(self.is_runtime(c, scope) for c in node.named_children)
 
@@ -218,8 +218,10 @@ class LaunchReader:
         if cfg is None or cfg.type != "identifier":
             return None
 
+        local = self.env.local(scope, cfg.text)
+
         def field(name: bytes):
-            values = self.env.fields.get((scope, cfg.text, name), [])
+            values = local.fields.get(name, []) if local is not None else []
             return values[0] if len(values) == 1 else None
 
         grid, block, smem = field(b"gridDim"), field(b"blockDim"), field(b"dynamicSmemBytes")
