@@ -4,7 +4,7 @@
     occ = compute("sm_90", block_size=256, regs_per_thread=48, static_smem=16384)
     occ.active_blocks, occ.occupancy, occ.limiters      # 5, 0.625, {"registers"}
 
-Each function mirrors one function of NVIDIA's header (CUDA 13, CC 7.0 to 12.1); the comments
+Each function mirrors one function of NVIDIA's header (CUDA 13.5, CC 7.0 to 12.1); the comments
 name it. The device descriptions come from gpus.toml. The differential test compiles the header
 and compares this module with it on many thousands of configurations.
 """

@@ -14,7 +14,7 @@ import os
 import random
 
 import pytest
-from harness import INT_MAX, Oracle, find_header
+from harness import INT_MAX, MIRRORED_CUDART, Oracle, find_header, header_version
 
 from occlint import occupancy
 from occlint.errors import OcclintError
@@ -28,10 +28,16 @@ CACHES = list(occupancy.CACHE_CONFIGS)
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory) -> Oracle:
     header = find_header()
+    problem = None
     if header is None:
+        problem = "cuda_occupancy.h not found"
+    elif header_version(header) < MIRRORED_CUDART:
+        problem = (f"{header} is from CUDA {header_version(header)}; the engine mirrors "
+                   f"{MIRRORED_CUDART} or later")
+    if problem:
         if os.environ.get("CI"):
-            pytest.fail("cuda_occupancy.h not found in CI: pip install -e '.[test]'")
-        pytest.skip("cuda_occupancy.h not found (pip install nvidia-cuda-runtime)")
+            pytest.fail(f"{problem}: pip install -e '.[test]' (nvidia-cuda-runtime>=13.5)")
+        pytest.skip(f"{problem} (pip install 'nvidia-cuda-runtime>=13.5')")
     return Oracle.build(header, tmp_path_factory.mktemp("harness"))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,8 +24,25 @@ HERE = Path(__file__).resolve().parent
 INT_MAX = 2**31 - 1
 
 
+# The header release the engine mirrors. CUDA 13.0's header differs in two places: CC 10.x's
+# barrier slots (x2 for 10.3, where 13.5 has x1) and cudaOccAvailableDynamicSMemPerBlock (no
+# reserve subtracted); everything else agrees (docs/validation.md).
+MIRRORED_CUDART = 13050
+
+
+def header_version(header: Path) -> int:
+    """CUDART_VERSION of the toolkit a cuda_occupancy.h belongs to (13050 = 13.5); 0 if unknown."""
+    api = header.parent / "cuda_runtime_api.h"
+    if api.is_file():
+        m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", api.read_text(errors="replace"))
+        if m:
+            return int(m.group(1))
+    return 0
+
+
 def find_header() -> Path | None:
-    """cuda_occupancy.h from the nvidia-cuda-runtime wheel (cu13, cu12), $CUDA_HOME, /usr/local/cuda."""
+    """The newest cuda_occupancy.h among the nvidia-cuda-runtime wheel (cu13, cu12),
+    $CUDA_HOME, $CUDA_PATH and /usr/local/cuda."""
     candidates: list[Path] = []
     spec = importlib.util.find_spec("nvidia")
     if spec is not None and spec.submodule_search_locations:
@@ -35,10 +53,8 @@ def find_header() -> Path | None:
         if os.environ.get(env):
             candidates.append(Path(os.environ[env]) / "include")
     candidates.append(Path("/usr/local/cuda/include"))
-    for inc in candidates:
-        if (inc / "cuda_occupancy.h").is_file():
-            return inc / "cuda_occupancy.h"
-    return None
+    found = [inc / "cuda_occupancy.h" for inc in candidates if (inc / "cuda_occupancy.h").is_file()]
+    return max(found, key=header_version, default=None)
 
 
 def _device(a: ArchLimits) -> list[int]:
