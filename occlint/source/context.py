@@ -59,6 +59,7 @@ class Context:
         self.env.local = self.local
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
+        self._words: dict[int, dict[bytes, list[int]]] = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._fill_env()
 
@@ -154,11 +155,16 @@ class Context:
         return self._locals[key]
 
     def _find_local(self, fn, name: bytes) -> Local | None:
+        words = self._words.get(fn.start_byte)
+        if words is None:                      # every word of the function, tokenized once
+            words = self._words[fn.start_byte] = {}
+            for m in _WORD.finditer(self.tx.parse_data, fn.start_byte, fn.end_byte):
+                words.setdefault(m.group(), []).append(m.start())
         local = Local()
-        pattern = re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
-        for m in pattern.finditer(self.tx.parse_data, fn.start_byte, fn.end_byte):
-            node = fn.descendant_for_byte_range(m.start(), m.end())
-            if node is None or node.start_byte != m.start() or node.end_byte != m.end() or \
+        end = len(name)
+        for start in words.get(name, ()):
+            node = fn.descendant_for_byte_range(start, start + end)
+            if node is None or node.start_byte != start or node.end_byte != start + end or \
                     node.type != "identifier":
                 continue                       # in a comment, a string, or a longer token
             _classify_use(node, local)
@@ -195,6 +201,7 @@ class Context:
             self.env.structs[name] = types.layout(members)
 
 
+_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
 _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
                 "parenthesized_declarator", "init_declarator"}
 
