@@ -191,6 +191,11 @@ def is_literal(text: str) -> bool:
     return re.fullmatch(r"\s*\d+[uU]?\s*", text or "") is not None
 
 
+def serial(launch: Launch) -> bool:
+    """`<<<1, 1>>>`: one thread on purpose (setup, a final reduction step); no shape advice."""
+    return launch.grid.total == 1 and launch.block.total == 1
+
+
 def kernel_noqa(k: Kernel) -> tuple[int, ...]:
     return tuple(sorted({k.span.line, k.decl_span.line}))
 
@@ -461,7 +466,7 @@ def verdict(site: Site, min_occupancy: float) -> str | None:
     """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code)."""
     occ = site.occ
     if occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in \
-            or occ.occupancy >= min_occupancy:
+            or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
         return None     # a launch that fails has one finding: why it fails
     limiter = primary_limiter(occ, site.usage is not None)
     if limiter == "registers":
@@ -775,7 +780,7 @@ def block_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
         for launch in kf.launches:
             total = launch.block.total
-            if total is None or total % 32 == 0 or launch.runtime_block or total > 1024:
+            if total is None or total % 32 == 0 or launch.runtime_block or total > 1024 or serial(launch):
                 continue
             up = (total + 31) // 32 * 32
             values = {"kernel": _label(kf.kernel, launch.template_args), "block": total,
