@@ -313,3 +313,26 @@ def test_dim3_with_only_names_is_not_a_function_declaration():
     a, b = parse(text).launches
     assert (a.block.x, a.block.y, a.grid.x, a.grid.y) == (16, 4, None, 4)
     assert b.block.total == 64
+
+
+def test_dim3_set_field_by_field():
+    text = ("__global__ void k() {}\nvoid h(int n, dim3 pb) {\n"
+            "dim3 b; b.x = 128; b.y = 2; k<<<1, b>>>();\n"
+            "dim3 c; c.x = n; k<<<1, c>>>();\n"
+            "dim3 d; d.x = 1; d.x = 2; k<<<1, d>>>();\n"
+            "dim3 e; e.x = 4; e = dim3(8); k<<<1, e>>>();\n"
+            "dim3 f; k<<<1, f>>>();\n"
+            "k<<<1, pb>>>(); }\n")
+    got = [(la.block.x, la.block.y, la.block.z) for la in parse(text).launches]
+    assert got == [(128, 2, 1), (None, 1, 1), (None, 1, 1), (None, None, None), (1, 1, 1),
+                   (None, None, None)]
+
+
+def test_explicit_specialization_is_its_own_record():
+    text = ("template <int B> __global__ void k(float* p) { __shared__ float t[B]; }\n"
+            "template __global__ void k<256>(float*);\n"
+            "template <> __global__ void k<64>(float* p) { __shared__ double u[64]; }\n")
+    sf = parse(text)
+    assert [(k.template_params, k.span.line) for k in sf.kernels] == [(("B",), 1), ((), 3)]
+    assert [(s.name, s.size_bytes) for s in sf.shared] == [("t", None), ("u", 512)]
+    assert find_kernel(sf, "k").span.line == 1            # the primary template

@@ -74,8 +74,9 @@ class Local:
     written after its declaration, and `name.field = value` assignments."""
 
     decls: list = field(default_factory=list)
-    written: bool = False
+    written: bool = False                           # any write, a field's included
     fields: dict = field(default_factory=dict)      # field name (bytes) -> [value node or None]
+    whole_written: bool = False                     # written other than through `.field =`
 
 
 class Env:

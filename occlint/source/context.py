@@ -229,11 +229,12 @@ def _classify_use(node, local: Local) -> None:
             p = p.parent
         if p is not None and p.type in ("declaration", "parameter_declaration",
                                         "optional_parameter_declaration"):
-            local.decls.append((b"", p))
+            type_node = p.child_by_field_name("type")
+            local.decls.append((type_node.text if type_node is not None else b"", p))
     elif (t == "assignment_expression" and parent.child_by_field_name("left") == node) or \
             t == "update_expression" or \
             (t == "pointer_expression" and parent.child_by_field_name("operator").text == b"&"):
-        local.written = True           # assigned, incremented, or its address taken
+        local.written = local.whole_written = True    # assigned, incremented, address taken
     elif t == "field_expression" and parent.child_by_field_name("argument") == node:
         assign = parent.parent
         if assign is not None and assign.type == "assignment_expression" and \
@@ -245,3 +246,5 @@ def _classify_use(node, local: Local) -> None:
                 else None
             if field is not None:
                 local.fields.setdefault(field.text, []).append(value)
+        elif parent.parent is not None and parent.parent.type == "field_expression":
+            local.written = local.whole_written = True    # `v.x.y = ...` and the like

@@ -148,7 +148,10 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
             extern_c=_extern_c(node), is_definition=body is not None,
         )
-        key = (qualname, tuple("".join(p.split()) for p in params))
+        # an explicit specialization (`template <> __global__ void k<64>(...)`) is its own record
+        spec = name_node.parent.text if name_node.parent is not None and \
+            name_node.parent.type == "template_function" else b""
+        key = (qualname, tuple("".join(p.split()) for p in params), b"".join(spec.split()))
         kn = KernelNode(kernel, node, body, tparams, bounds_args, extras)
         if key in seen:
             if body is not None and out[seen[key]].body is None:

@@ -104,6 +104,8 @@ class LaunchReader:
             if local is not None and len(local.decls) == 1 and types.normalize(
                     local.decls[0][0].decode("utf-8", "replace")) == "dim3":
                 init = local.decls[0][1]
+                if init.type == "declaration" and not local.whole_written:
+                    return self._fields(local, scope, text)       # `dim3 b; b.x = 128;`
                 if local.written or init.type not in ("init_declarator", "function_declarator"):
                     return Dim3(None, None, None, text)
                 if init.type == "function_declarator":          # `dim3 b(BX, BY);`
@@ -119,6 +121,19 @@ class LaunchReader:
                 return self._with_text(self.dim3(value, scope, depth + 1), text)
         v = self.env.value(node, scope)
         return Dim3(v, 1, 1, text)
+
+    def _fields(self, local, scope, text) -> Dim3:
+        """A dim3 declared without initializer (1, 1, 1) and set once per field."""
+        if set(local.fields) - {b"x", b"y", b"z"}:
+            return Dim3(None, None, None, text)
+        vals = []
+        for f in (b"x", b"y", b"z"):
+            values = local.fields.get(f, [])
+            if len(values) > 1 or (values and values[0] is None):
+                vals.append(None)
+            else:
+                vals.append(self.env.value(values[0], scope) if values else 1)
+        return Dim3(vals[0], vals[1], vals[2], text)
 
     def _components(self, args, scope, text) -> Dim3:
         if not 1 <= len(args) <= 3:
