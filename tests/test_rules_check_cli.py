@@ -94,7 +94,9 @@ def test_select_ignore_statistics(tmp_path):
     _, found = check_json(root, "--select", "OCC03", "--ignore", "OCC033")
     assert {f["code"] for f in found} == {"OCC031"}
     r = run_cli("check", root, "--statistics", "--output-format", "concise", "--no-cache")
-    assert "    2\tOCC033\tsmall-grid" in r.stdout and "    1\tOCC031\t[*] block-size-not-warp-multiple" in r.stdout
+    assert r.stdout.splitlines()[:2] == ["    2\tOCC033\tsmall-grid", "    1\tOCC031\t[*] block-size-not-warp-multiple"]
+    _, stats = check_json(root, "--statistics")
+    assert stats[0] == {"code": "OCC033", "name": "small-grid", "count": 2, "fixable": False}
 
 
 def test_gitignore_exclude_and_bad_encoding(tmp_path):

@@ -130,6 +130,9 @@ def run(args) -> int:
 
     stdout_format = None
     for name, file in outputs:
+        if file is None and args.statistics:     # like ruff: the counts replace the findings
+            sys.stdout.write(_statistics(findings, as_json=name != "full" and name not in TEXT_FORMATS))
+            continue
         out = EMITTERS[name](findings, root=config.root, sources=result.sources)
         if file is None:
             sys.stdout.write(out)
@@ -140,8 +143,6 @@ def run(args) -> int:
                 fh.write(out)
         except OSError as exc:
             raise OcclintError(f"cannot write {file}: {exc.strerror or exc}") from None
-    if args.statistics:
-        sys.stdout.write(_statistics(findings))
     if stdout_format in TEXT_FORMATS:
         sys.stdout.write("\n" if findings and stdout_format == "full" else "")
         sys.stdout.write(_summary(findings, fixed_count, args.unsafe_fixes))
@@ -188,14 +189,18 @@ def _write(path: str, text: str) -> None:
         raise
 
 
-def _statistics(findings) -> str:
+def _statistics(findings, as_json: bool = False) -> str:
+    import json
     from collections import Counter
 
     counts = Counter(f.code for f in findings)
     names = {f.code: f.name for f in findings}
     fixable = {f.code for f in findings if f.fix is not None and f.fix.applicability == "safe"}
-    lines = [f"{n:>5}\t{code}\t{'[*] ' if code in fixable else ''}{names[code]}"
-             for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if as_json:
+        return json.dumps([{"code": code, "name": names[code], "count": n, "fixable": code in fixable}
+                           for code, n in ordered], indent=2) + "\n"
+    lines = [f"{n:>5}\t{code}\t{'[*] ' if code in fixable else ''}{names[code]}" for code, n in ordered]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
