@@ -336,3 +336,26 @@ def test_explicit_specialization_is_its_own_record():
     assert [(k.template_params, k.span.line) for k in sf.kernels] == [(("B",), 1), ((), 3)]
     assert [(s.name, s.size_bytes) for s in sf.shared] == [("t", None), ("u", 512)]
     assert find_kernel(sf, "k").span.line == 1            # the primary template
+
+
+def test_launches_written_in_macro_bodies():
+    text = ("#define THREADS 128\n__global__ void k(int* p) {}\n"
+            "template <int B> __global__ void kt(int* p) {}\n"
+            "#define LAUNCH(B, s)                 \\\n"
+            "    do {                             \\\n"
+            "        dim3 block(THREADS);         \\\n"
+            "        kt<B><<<4, block, 0, s>>>(0);\\\n"
+            "    } while (0)\n"
+            "#define DEFINE_RUN(NAME)             \\\n"
+            "    void run_##NAME(int n) {         \\\n"
+            "        k<<<n, 256>>>(0);            \\\n"
+            "    }\n"
+            "DEFINE_RUN(a)\n")
+    sf = parse(text)
+    a, b = sf.launches
+    assert (a.callee, a.block.x, a.grid.x, a.template_args, a.function) == \
+        ("kt", 128, 4, ("B",), "LAUNCH")
+    assert (b.callee, b.block.x, b.grid.x) == ("k", 256, None)
+    assert sf.text[a.span.start:a.span.end] == "kt<B><<<4, block, 0, s>>>(0)"
+    assert a.span.line == 7 and b.span.line == 11
+    assert sf.text[b.span.start:b.span.end] == "k<<<n, 256>>>(0)"

@@ -9,6 +9,7 @@ from occlint.model import SourceFile
 from occlint.source.context import Context
 from occlint.source.kernels import kernel_nodes
 from occlint.source.launches import LaunchReader
+from occlint.source.macros import macro_launches
 from occlint.source.shared import shared_nodes
 from occlint.source.text import decode
 
@@ -70,9 +71,11 @@ def _extract(text: str, path: str) -> Parsed:
     from occlint.source.indices import attach_indices
     sns = attach_indices(ctx, sns)
     reader = LaunchReader(ctx)
-    launches = reader.chevrons()
-    api_launches, attributes = reader.api_calls()
-    launches = sorted(launches + api_launches, key=lambda x: x.span.start)
+    launches, attributes = reader.api_calls()
+    launches += reader.chevrons()
+    in_macros = macro_launches(ctx)
+    launches = sorted(launches + in_macros[0], key=lambda x: x.span.start)
+    attributes += in_macros[1]
     sf = SourceFile(
         path=path, text=text, kernels=tuple(kn.kernel for kn in kns),
         shared=tuple(sorted((sn.decl for sn in sns), key=lambda d: d.span.start)),

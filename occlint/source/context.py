@@ -47,10 +47,14 @@ def declarator_name(node):
 
 
 class Context:
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, *, outer: Context | None = None,
+                 tree=None, data: bytes | None = None):
+        """Parse `text`; or, with `outer`, wrap a second tree (`tree` parsed from `data`, same
+        byte offsets) that shares the outer file's macros and constants."""
         self.path = path
-        self.tx = Text(text)
-        self.tree = parser().parse(self.tx.parse_data)
+        self.tx = Text(text) if outer is None else outer.tx
+        self.data = self.tx.parse_data if data is None else data
+        self.tree = parser().parse(self.data) if tree is None else tree
         self.caps = captures(FILE_QUERY, self.tree.root_node)
         funcs = sorted((n.start_byte, n.end_byte, n) for n in self.caps.get("function", ()))
         self.func_starts = [f[0] for f in funcs]
@@ -61,7 +65,12 @@ class Context:
         self._locals: dict = {}
         self._words: dict[int, dict[bytes, list[int]]] = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
-        self._fill_env()
+        if outer is None:
+            self._fill_env()
+        else:
+            e, o = self.env, outer.env
+            e.macros, e.fmacros, e.globals, e.enums, e.structs = \
+                o.macros, o.fmacros, o.globals, o.enums, o.structs
 
     # --- scopes --------------------------------------------------------------------------------
 
@@ -158,7 +167,7 @@ class Context:
         words = self._words.get(fn.start_byte)
         if words is None:                      # every word of the function, tokenized once
             words = self._words[fn.start_byte] = {}
-            for m in _WORD.finditer(self.tx.parse_data, fn.start_byte, fn.end_byte):
+            for m in _WORD.finditer(self.data, fn.start_byte, fn.end_byte):
                 words.setdefault(m.group(), []).append(m.start())
         local = Local()
         end = len(name)
