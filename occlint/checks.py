@@ -3,7 +3,7 @@
 `build_facts` gathers what every check reads: per kernel its shared arrays, launches and usage,
 and per (kernel, arch) the evaluation sites with their occupancy. The "one finding per cause"
 decisions are made once, here, as flags on each Site (`unlaunchable`, `exceeds_bounds`,
-`verdict`), so that every check reads the same answer.
+`needs_opt_in`) and in `verdict()`, so that every check reads the same answer.
 """
 
 from __future__ import annotations
@@ -87,7 +87,6 @@ class Site:
     unlaunchable: str | None = None     # limiter that gives 0 blocks/SM ("threads", ...)
     exceeds_bounds: bool = False
     needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute (OCC022)
-    verdict: str | None = None          # "registers" | "shared_memory" | "static_shared" | "block_size"
 
 
 @dataclass
@@ -209,8 +208,8 @@ def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None
     kf, k = site.facts, site.facts.kernel
     if not kf.here or k.maxnreg is not None:
         return None
-    blocks_in_file = [ln.block.total for ln in kf.launches]
-    if any(b is None or b > site.block for b in blocks_in_file):
+    sizes = [ln.block.total for ln in (*kf.launches, *kf.elsewhere)]
+    if any(b is None or b > site.block for b in sizes):
         return None       # a bound of site.block would break another launch
     text = launch_bounds_text(site.block, blocks)
     lb = k.launch_bounds
@@ -238,11 +237,8 @@ def _specialize(sf: SourceFile, kernel: Kernel, values: tuple) -> tuple[LaunchBo
 
 
 def _launch_args(launch: Launch) -> tuple:
-    try:
-        from occlint.source import launch_template_args
-        return launch_template_args(launch)
-    except ImportError:
-        return tuple(launch.template_values)
+    from occlint.source import launch_template_args
+    return launch_template_args(launch)
 
 
 def attributes_for(facts: Facts, k: Kernel) -> list:
@@ -254,25 +250,14 @@ def attributes_for(facts: Facts, k: Kernel) -> list:
     return [a for a in facts.source.attributes if names(a.kernel) or _find_kernel(facts.source, a) == k]
 
 
-def _find_kernel(sf: SourceFile, launch: Launch) -> Kernel | None:
-    try:
-        from occlint.source import find_kernel
-        return find_kernel(sf, launch)
-    except ImportError:
-        pass
-    name = launch.callee.split("::")[-1]
-    cands = [k for k in sf.kernels if k.qualname == launch.callee or k.name == name]
-    return next((k for k in cands if k.is_definition), cands[0] if cands else None)
+def _find_kernel(sf: SourceFile, launch) -> Kernel | None:
+    from occlint.source import find_kernel
+    return find_kernel(sf, launch)
 
 
 def _match_usages(kernel: Kernel, usages) -> list[Usage]:
-    try:
-        from occlint.toolchain import match_usage
-        return list(match_usage(kernel, usages))
-    except ImportError:
-        pass
-    return [u for u in usages if u.kernel == kernel.qualname
-            or (u.kernel.split("::")[-1] == kernel.name and "::" not in kernel.qualname)]
+    from occlint.toolchain import match_usage
+    return list(match_usage(kernel, usages))
 
 
 def _norm_arg(text: str) -> str:
