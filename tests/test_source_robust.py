@@ -149,7 +149,8 @@ _TOKENS = ["__global__", "void", "k", "(", ")", "{", "}", "<<<", ">>>", ",", ";"
            "__shared__", "float", "s", "[", "]", "256", "BLOCK", "#define BLOCK 128\n", "\n",
            "\r\n", "template<int B>", "__launch_bounds__(", "threadIdx.x", "+", "if", "<",
            "cudaLaunchKernel(", "cudaFuncSetAttribute(", "&", "extern", "\"", "//", "/*", "*/",
-           "é", "\x00", "namespace n {", "::", "sizeof(", "?", ":", "0x1F", "'", "\\\n"]
+           "é", "\x00", "namespace n {", "::", "sizeof(", "?", ":", "0x1F", "'", "\\\n",
+           "#define L(x) do { x<<<1, 2>>>(); } while (0)\n", "##", "#define K(n) void n() {"]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
