@@ -280,9 +280,9 @@ def test_constant_evaluation(expr, value):
 
 def test_conflicting_definitions_are_unknown():
     text = ("#ifdef WIDE\n#define B 512\n#else\n#define B 256\n#endif\n#define C 64\n"
-            "#ifndef C\n#define C 64\n#endif\n__global__ void k() {}\n"
-            "void h() { k<<<1, B>>>(); k<<<1, C>>>(); }\n")
-    assert [la.block.x for la in parse(text).launches] == [None, 64]
+            "#ifndef C\n#define C 64\n#endif\n#if 0\n#define D 1\n#endif\n#define D 2\n"
+            "__global__ void k() {}\nvoid h() { k<<<1, B>>>(); k<<<1, C>>>(); k<<<1, D>>>(); }\n")
+    assert [la.block.x for la in parse(text).launches] == [None, 64, 2]
 
 
 def test_template_parameter_shadows_global():
@@ -359,3 +359,12 @@ def test_launches_written_in_macro_bodies():
     assert sf.text[a.span.start:a.span.end] == "kt<B><<<4, block, 0, s>>>(0)"
     assert a.span.line == 7 and b.span.line == 11
     assert sf.text[b.span.start:b.span.end] == "k<<<n, 256>>>(0)"
+
+
+def test_if_zero_is_dead_code():
+    text = ("#if 0\n__global__ void dead() { __shared__ float s[8]; }\nvoid h() { dead<<<1, 1>>>(); }\n"
+            "#elif 1\n__global__ void live1() {}\n#else\n__global__ void live2() {}\n#endif\n"
+            "void g() { live1<<<1, 32>>>(); }\n")
+    sf = parse(text)
+    assert [k.name for k in sf.kernels] == ["live1", "live2"]
+    assert sf.shared == () and [la.callee for la in sf.launches] == ["live1"]

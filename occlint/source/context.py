@@ -39,6 +39,19 @@ def scopes_of(node) -> tuple[str, ...]:
     return tuple(reversed(names))
 
 
+def is_dead(node) -> bool:
+    """Inside the first branch of `#if 0` (disabled code), not in its #elif/#else."""
+    child, p = node, node.parent
+    while p is not None:
+        if p.type == "preproc_if":
+            cond = p.child_by_field_name("condition")
+            if cond is not None and cond.text.strip() in (b"0", b"false") and \
+                    p.child_by_field_name("alternative") != child:
+                return True
+        child, p = p, p.parent
+    return False
+
+
 def declarator_name(node):
     """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`), or None."""
     while node is not None and node.type not in ("identifier", "field_identifier"):
@@ -115,10 +128,14 @@ class Context:
     def _fill_env(self):
         env, caps = self.env, self.caps
         for node in caps.get("def", ()):
+            if is_dead(node):
+                continue
             name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
             if name is not None:
                 env.add_macro(name.text, value.text if value is not None else b"")
         for node in caps.get("fdef", ()):
+            if is_dead(node):
+                continue
             name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
             params = node.child_by_field_name("parameters")
             if name is not None and params is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from occlint.model import SharedDecl
 from occlint.source import types
-from occlint.source.context import Context, qualifiers
+from occlint.source.context import Context, is_dead, qualifiers
 
 
 @dataclass
@@ -54,6 +54,8 @@ def shared_nodes(ctx: Context, kernels_by_start: dict, dropped: set) -> list[Sha
     tx = ctx.tx
     out = []
     for decl in ctx.caps.get("shared", ()):
+        if is_dead(decl):
+            continue
         func = ctx.function_at(decl.start_byte)
         if func is not None and func.start_byte in dropped:
             continue              # inside a duplicate definition (an `#else` branch): counted once
