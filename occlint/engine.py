@@ -143,7 +143,7 @@ def read_text(path: str) -> str:
     except OSError as exc:
         raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8-sig").replace("\r\n", "\n")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise OcclintError(f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
                            f"{exc.start}); file skipped") from None

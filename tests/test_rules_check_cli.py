@@ -150,3 +150,12 @@ __global__ void __launch_bounds__(BLOCK) fill(float* x, int n) {
     _, found = check_json(root)
     got = {(f["filename"].rsplit("/", 1)[1], f["location"]["row"], f["code"]) for f in found}
     assert got == {("main.cu", 3, "OCC032"), ("fill.cuh", 3, "OCC020")}, found
+
+
+def test_fix_keeps_crlf_line_endings(tmp_path):
+    root = project(tmp_path, {"a.cu": (SAXPY + "void run(float* y, const float* x, int n, int g) {\n"
+                                       "    saxpy<<<g, 100>>>(y, x, 2.0f, n);\n}\n").replace("\n", "\r\n")})
+    r = run_cli("fix", root, "--no-cache")
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = (tmp_path / "a.cu").read_bytes()
+    assert b"saxpy<<<g, 128>>>" in data and data.count(b"\r\n") == data.count(b"\n") == 7
