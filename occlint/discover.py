@@ -16,7 +16,8 @@ from occlint.errors import OcclintError
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
-             ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+             ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+             "CMakeFiles", "_deps"}      # CMake's generated files and fetched dependencies
 
 
 def is_cuda(path: str) -> bool:
