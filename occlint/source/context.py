@@ -76,7 +76,6 @@ class Context:
         self.env.local = self.local
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
-        self._words: dict[int, dict[bytes, list[int]]] = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
         if outer is None:
             self._fill_env()
@@ -181,14 +180,11 @@ class Context:
         return self._locals[key]
 
     def _find_local(self, fn, name: bytes) -> Local | None:
-        words = self._words.get(fn.start_byte)
-        if words is None:                      # every word of the function, tokenized once
-            words = self._words[fn.start_byte] = {}
-            for m in _WORD.finditer(self.data, fn.start_byte, fn.end_byte):
-                words.setdefault(m.group(), []).append(m.start())
+        pattern = word_pattern(name)
         local = Local()
         end = len(name)
-        for start in words.get(name, ()):
+        for m in pattern.finditer(self.data, fn.start_byte, fn.end_byte):
+            start = m.start()
             node = fn.descendant_for_byte_range(start, start + end)
             if node is None or node.start_byte != start or node.end_byte != start + end or \
                     node.type != "identifier":
@@ -227,7 +223,17 @@ class Context:
             self.env.structs[name] = types.layout(members)
 
 
-_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
+_WORDS: dict[bytes, re.Pattern] = {}      # name -> compiled whole-word pattern
+
+
+def word_pattern(name: bytes) -> re.Pattern:
+    """A regex for `name` as a whole word (compiled once per process)."""
+    pattern = _WORDS.get(name)
+    if pattern is None:
+        if len(_WORDS) > 10_000:
+            _WORDS.clear()
+        pattern = _WORDS[name] = re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
+    return pattern
 _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
                 "parenthesized_declarator", "init_declarator"}
 

@@ -12,10 +12,10 @@ along that axis, so that only proofs are accepted, never likely cases:
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from occlint.model import Index
+from occlint.source.context import word_pattern
 
 _AXES = {b"x": "x", b"y": "y", b"z": "z"}
 _SHRINK = {b"/", b">>", b"%"}
@@ -218,13 +218,13 @@ def attach_indices(ctx, sns):
             body = ctx.tree.root_node         # file scope: every use in the file
         if body is not None:
             by_body.setdefault((body.start_byte, body.end_byte), (body, []))[1].append(sn)
-    out = {}
+    out, classifiers = {}, {}
     data = ctx.tx.parse_data
     for body, group in by_body.values():
         uses: dict[bytes, list] = {}
         for name in {sn.name_node.text for sn in group}:
             # find the name by text, keep only identifier nodes (not comments or strings)
-            pattern = re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
+            pattern = word_pattern(name)
             for m in pattern.finditer(data, body.start_byte, body.end_byte):
                 n = body.descendant_for_byte_range(m.start(), m.end())
                 if n is not None and n.type == "identifier" and n.start_byte == m.start():
@@ -234,7 +234,10 @@ def attach_indices(ctx, sns):
             for use in uses.get(sn.name_node.text, ()):
                 if use.start_byte == sn.name_node.start_byte:
                     continue
-                found, top = _subscripts(ctx, Classifier(ctx, ctx.scope_of(use.start_byte)), use)
+                scope = ctx.scope_of(use.start_byte)
+                if scope not in classifiers:
+                    classifiers[scope] = Classifier(ctx, scope)
+                found, top = _subscripts(ctx, classifiers[scope], use)
                 indices.extend(found)
                 parent = top.parent
                 if not found or (parent is not None and parent.type == "pointer_expression" and
