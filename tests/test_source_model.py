@@ -368,3 +368,13 @@ def test_if_zero_is_dead_code():
     sf = parse(text)
     assert [k.name for k in sf.kernels] == ["live1", "live2"]
     assert sf.shared == () and [la.callee for la in sf.launches] == ["live1"]
+
+
+def test_fields_of_a_local_dim3():
+    text = ("__global__ void k() {}\nvoid h(int n) { dim3 block(256);\n"
+            "dim3 grid((4096 + block.x - 1) / block.x);\n"
+            "k<<<grid, block, block.x * sizeof(float)>>>();\n"
+            "dim3 b2(n); k<<<1, b2, b2.x * 4>>>(); }\n")
+    a, b = parse(text).launches
+    assert (a.grid.x, a.block.x, a.dynamic_smem) == (16, 256, 1024)
+    assert b.dynamic_smem is None

@@ -89,6 +89,8 @@ class Env:
         self.enums: dict[bytes, list[tuple[list, int]]] = {}        # name -> (enumerators, index)
         # (scope, name) -> Local or None; set by occlint.source.context (found on demand)
         self.local: Callable[[int | None, bytes], Local | None] = lambda scope, name: None
+        # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
+        self.dim3_of: Callable | None = None
         self.structs: dict[str, tuple[int, int]] = {}
         self._snippets: dict[bytes, object] = {}
         self._active: set = set()
@@ -172,6 +174,12 @@ class Env:
             if c is None:
                 return a if a is not None and a == b else None
             return a if c else b
+        if t == "field_expression" and self.dim3_of is not None:     # `block.x` of a local dim3
+            arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
+            if arg is not None and fld is not None and arg.type == "identifier" and \
+                    fld.text in (b"x", b"y", b"z") and scope is not None:
+                return getattr(self.dim3_of(arg, scope, 1), fld.text.decode())
+            return None
         if t == "type_descriptor" and node.named_child_count == 1:   # `k<N>`: N parsed as a type
             return self.value(node.named_children[0], scope, bind)
         if t == "cast_expression":

@@ -76,6 +76,7 @@ class LaunchReader:
                 if ref is not None and ref.type == "identifier":
                     self.runtime.add((ctx.scope_of(call.start_byte), ref.text))
         self.runtime_scopes = {scope for scope, _ in self.runtime}
+        ctx.env.dim3_of = self.dim3
 
     # --- values --------------------------------------------------------------------------------
 
