@@ -8,6 +8,7 @@ decisions are made once, here, as flags on each Site (`unlaunchable`, `exceeds_b
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -299,12 +300,33 @@ def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: list[Usage])
                        launches=[], usages=by_arch, origin=origin)
 
 
+class Project(tuple):
+    """The parsed files of one run, indexed by name (kernel definitions, launch callees)."""
+
+    @functools.cached_property
+    def definitions(self) -> dict[str, list[SourceFile]]:
+        out: dict[str, list[SourceFile]] = {}
+        for sf in self:
+            for k in sf.kernels:
+                if k.is_definition:
+                    out.setdefault(k.name, []).append(sf)
+        return out
+
+    @functools.cached_property
+    def launches(self) -> dict[str, list[tuple[SourceFile, Launch]]]:
+        out: dict[str, list[tuple[SourceFile, Launch]]] = {}
+        for sf in self:
+            for ln in sf.launches:
+                out.setdefault(ln.callee.split("::")[-1], []).append((sf, ln))
+        return out
+
+
 def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
                 compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
     """What the checks read. `project`: the other parsed files of the run (headers, other
     sources), for kernels launched here but defined there, and launches there of kernels here."""
     usage = list(usage)
-    others = [p for p in project if p.path != sf.path]
+    project = project if isinstance(project, Project) else Project(project)
     kernels: dict[str, KernelFacts] = {}
     for k in sf.kernels:
         known = kernels.get(k.qualname)
@@ -313,8 +335,8 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
     for launch in sf.launches:
         k, origin = _find_kernel(sf, launch), sf
         if k is None or not k.is_definition:
-            for other in others:
-                found = _find_kernel(other, launch)
+            for other in project.definitions.get(launch.callee.split("::")[-1], []):
+                found = _find_kernel(other, launch) if other.path != sf.path else None
                 if found is not None and found.is_definition:
                     k, origin = found, other
                     break
@@ -328,9 +350,8 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
         kf.launches.append(launch)
     for kf in kernels.values():
         if kf.here:
-            kf.elsewhere = [ln for other in others for ln in other.launches
-                            if ln.callee.split("::")[-1] == kf.kernel.name
-                            and _find_kernel(sf, ln) == kf.kernel]
+            kf.elsewhere = [ln for other, ln in project.launches.get(kf.kernel.name, [])
+                            if other.path != sf.path and _find_kernel(sf, ln) == kf.kernel]
     facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
                   kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
                   global_cap=_global_cap(config))

@@ -190,6 +190,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     all_usage = [u for us in usage.values() for u in us]
     from occlint.source import parse
     parsed = {path: parse(texts[path], path) for path in cuda}
+    project = checks.Project(parsed.values())
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
@@ -198,7 +199,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
             file_usage = all_usage
         result.findings.extend(lint_source(texts[path], path, file_usage, config, source=parsed[path],
                                            compile_errors=errors_by_file.get(path, ()),
-                                           project=list(parsed.values())))
+                                           project=project))
         result.files.append(path)
         result.sources[path] = texts[path]
     for path in builds:
