@@ -378,3 +378,15 @@ def test_fields_of_a_local_dim3():
     a, b = parse(text).launches
     assert (a.grid.x, a.block.x, a.dynamic_smem) == (16, 256, 1024)
     assert b.dynamic_smem is None
+
+
+def test_unknown_names_may_be_dim3():
+    text = ("__global__ void k() {}\n"
+            "void h(const dim3 &dims, int n, dim3 g) { dim3 t(16, 16);\n"
+            "dim3 grid(dims.x / t.x, dims.y / t.y); k<<<grid, t>>>();\n"
+            "k<<<n, g>>>(); auto a = n; k<<<a, 32>>>(); }\n")
+    a, b, c = parse(text).launches
+    assert (a.grid.x, a.grid.y, a.grid.z) == (None, None, 1)    # not dims.y taken as 1
+    assert (b.grid.x, b.grid.y, b.grid.z) == (None, 1, 1)       # an int parameter
+    assert (b.block.x, b.block.y, b.block.z) == (None, None, None)
+    assert (c.grid.x, c.grid.y) == (None, None)                 # `auto`: type unknown

@@ -254,7 +254,8 @@ def _classify_use(node, local: Local) -> None:
         if decl is not None and decl.type == "declaration" and type_node is not None:
             local.decls.append((type_node.text, parent))
     elif t in ("declaration", "parameter_declaration", "optional_parameter_declaration") or \
-            (t in _DECLARATORS and parent.child_by_field_name("declarator") == node):
+            (t in _DECLARATORS and (t == "reference_declarator" or
+                                    parent.child_by_field_name("declarator") == node)):
         # a parameter, or a declaration without initializer: a name whose value is unknown
         p = parent
         while p is not None and p.type in _DECLARATORS:

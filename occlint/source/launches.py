@@ -10,6 +10,9 @@ _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
              b"cudaSharedmemCarveoutMaxL1": 0}
 _OCCUPANCY = b"cudaOccupancyMaxPotentialBlockSize"
+# expressions that are never a dim3: an unknown value there still means y = z = 1
+_SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression",
+                       "sizeof_expression", "cast_expression", "parenthesized_expression"}
 
 
 def _args(node) -> list:
@@ -121,7 +124,18 @@ class LaunchReader:
                     return self._components(_args(value), scope, text)
                 return self._with_text(self.dim3(value, scope, depth + 1), text)
         v = self.env.value(node, scope)
-        return Dim3(v, 1, 1, text)
+        if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
+            return Dim3(v, 1, 1, text)
+        return Dim3(None, None, None, text)      # maybe a dim3 we cannot see: y and z unknown
+
+    def _integral(self, node, scope) -> bool:
+        """A local or parameter declared with an integer type."""
+        if node.type != "identifier" or scope is None:
+            return False
+        local = self.env.local(scope, node.text)
+        if local is None or len(local.decls) != 1:
+            return False
+        return types.is_integral(local.decls[0][0].decode("utf-8", "replace"))
 
     def _fields(self, local, scope, text) -> Dim3:
         """A dim3 declared without initializer (1, 1, 1) and set once per field."""

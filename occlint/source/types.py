@@ -60,3 +60,12 @@ def layout(fields: list[tuple[int, int]]) -> tuple[int, int]:
         offset = (offset + a - 1) // a * a + size
         align = max(align, a)
     return (offset + align - 1) // align * align, align
+
+
+_INTEGRAL = re.compile(r"(unsigned |signed )?(char|short|int|long|long long)( int)?|unsigned|"
+                       r"signed|bool|u?int(8|16|32|64)_t|size_t|ptrdiff_t|index_t|idx_t")
+
+
+def is_integral(type_text: str) -> bool:
+    """An integer type by its spelling (typedefs other than the usual ones are not known)."""
+    return _INTEGRAL.fullmatch(normalize(type_text)) is not None
