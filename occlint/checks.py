@@ -639,12 +639,16 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                     values.update(cap=cap[1])
                     lb = kf.kernel.launch_bounds
                     if cap[0] == "bounds" and lb.min_blocks and lb.min_blocks > 1 and lb.max_threads:
-                        looser = lb.min_blocks - 1
                         site = Site(kf, arch, lb.max_threads, 0, None, u, u.static_smem, lb,
                                     kf.kernel.span, "")
-                        values.update(looser=launch_bounds_text(lb.max_threads, looser),
-                                      looser_regs=registers_for_blocks(site, looser, 255) or 0)
-                        variant = "looser"
+                        # the next step down in blocks/SM that really gives more registers
+                        for looser in range(lb.min_blocks - 1, 0, -1):
+                            regs = registers_for_blocks(site, looser, 255) or 0
+                            if regs > u.registers:
+                                values.update(looser=launch_bounds_text(lb.max_threads, looser),
+                                              looser_regs=regs)
+                                variant = "looser"
+                                break
                 yield Hit(code, kf.kernel.span, values, variant, arch, kf.kernel.qualname,
                           None, kernel_noqa(kf.kernel))
 
