@@ -584,7 +584,6 @@ def block_size_limited(facts: Facts) -> Iterator[Hit]:
 
 @check("OCC010")
 def register_cliff(facts: Facts) -> Iterator[Hit]:
-    seen = set()
     for site in facts.sites:
         occ = site.occ
         if site.usage is None or occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in:
@@ -594,10 +593,6 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
         regs = registers_for_blocks(site, occ.active_blocks + 1)
         if regs is None or not 0 < site.usage.registers - regs <= facts.config.cliff_margin:
             continue
-        key = (site.facts.kernel.qualname, site.label, site.arch, site.block, site.dynamic_smem)
-        if key in seen:
-            continue
-        seen.add(key)
         after = compute(site, regs=regs)
         values = _occ_values(site, facts)
         values.update(target_regs=regs, shed=site.usage.registers - regs,
