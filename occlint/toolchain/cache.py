@@ -2,8 +2,8 @@
 
 An entry's key hashes the toolchain (nvcc and host compiler versions), the normalized flags,
 the arch, the working directory, the file's path and its bytes. The entry stores the headers the
-compile read (nvcc -MD, in the same compile: no extra process) with their hashes; a hit needs
-every one of them unchanged. A failed compile is stored only when its dependency list is
+compile read (gcc -MD in nvcc's device preprocessing pass: no extra process) with their hashes;
+a hit needs every one of them unchanged. A failed compile is stored only when its dependency list is
 complete (preprocessing succeeded): a missing header must not stick.
 
 Writes are atomic (temp file in the same directory + os.replace), so several occlint processes

@@ -74,24 +74,37 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
 
 
 def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: str) -> list[str]:
+    """The device-only compile. The dependency list comes from the device preprocessing pass
+    itself (`-Xcompiler=-MD,-MF,...`): nvcc's own `-MD` would add a host preprocessing pass."""
+    deps = os.path.join(outdir, "x.d")
     return [nvcc.path, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *flags,
-            "-MD", "-MF", os.path.join(outdir, "x.d"), "-o", os.path.join(outdir, "x.cubin"), path]
+            f"-Xcompiler=-MD,-MF,{deps}", "-o", os.path.join(outdir, "x.cubin"), path]
+
+
+_RUNNING: set[subprocess.Popen] = set()   # compiles in flight (killed on Ctrl-C)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
 
 
 def run_with_timeout(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
-    """(exit code or None on timeout, stdout+stderr). The whole process group is killed on
-    timeout: nvcc's children (cicc, ptxas) must not outlive it."""
+    """(exit code or None on timeout, stdout+stderr). nvcc runs in its own process group, and
+    the whole group is killed on timeout: its children (cicc, ptxas) must not outlive it."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
+    _RUNNING.add(proc)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
+        _kill_group(proc)
         proc.communicate()
         return None, ""
+    finally:
+        _RUNNING.discard(proc)
     return proc.returncode, out.decode("utf-8", "replace")
 
 
@@ -204,7 +217,8 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout)
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         for item, (usages, errors, deps) in zip(todo, pool.map(work, todo), strict=True):
             unit, arch, _flags, _cwd, key = item
             results[(unit, arch)] = (usages, errors)
@@ -217,6 +231,12 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                         "errors": [asdict(e) for e in errors],
                         "time": time.time(),
                     })
+    except BaseException:  # Ctrl-C: drop queued compiles, kill running ones
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(_RUNNING):
+            _kill_group(proc)
+        raise
+    pool.shutdown()
     if cache and cache.writes:
         cache.evict()
     for unit in units:
