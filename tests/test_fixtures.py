@@ -3,18 +3,112 @@
 The fast run uses the `// usage:` lines; the nvcc run ignores them and compiles the fixture for
 the archs it names, and must agree. `X.fixed.cu` must equal `X.cu` after every fix (safe and
 unsafe) is applied, and must compile.
+
+The fixture format (DESIGN.md):
+    // occlint: --arch sm_86 --min-occupancy 0.6     first line: options for this fixture
+    // usage: NAME[<args>] regs=N smem=N [spills=S/L] [barriers=B] [arch=sm_XX]
+    // compile-error: "message"                      own line: nvcc fails at the next code line
+    // expect: OCC020 "text"                         at line end, or own line (next code line)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from fixture_format import load
 
 from occlint import fix as fixing
+from occlint.config import config_from_table
 from occlint.engine import lint_source
+from occlint.model import CompileError, Usage
+
+_EXPECT = re.compile(r"//\s*expect:\s*(.*)$")
+_ITEM = re.compile(r'(OCC\d{3})(?:\s+"([^"]*)")?')
+_USAGE = re.compile(r"^\s*//\s*usage:\s*(\S+?)(?:<([^>]*)>)?\s+(.*)$")
+_COMPILE_ERROR = re.compile(r'^\s*//\s*compile-error:\s*"([^"]*)"')
+
+
+@dataclass
+class Fixture:
+    path: Path
+    text: str
+    options: dict = field(default_factory=dict)
+    usages: list[Usage] = field(default_factory=list)
+    compile_errors: list[CompileError] = field(default_factory=list)
+    expected: dict[tuple[int, str], list[str]] = field(default_factory=dict)   # (line, code) -> texts
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        return tuple(self.options.get("arch", ["sm_90"]))
+
+    def config(self):
+        return config_from_table(self.options, root=str(self.path.parent))
+
+
+def _options(line: str) -> dict:
+    m = re.match(r"^\s*//\s*occlint:\s*(--.*)$", line)
+    if not m:
+        return {}
+    words, out = shlex.split(m.group(1)), {}
+    for i, word in enumerate(words):
+        if word.startswith("--"):
+            key, _, value = word[2:].partition("=")
+            value = value or words[i + 1]
+            if key in ("arch", "select", "ignore", "extend-select"):
+                out[key] = value.split(",")
+            elif key in ("min-occupancy",):
+                out[key] = float(value)
+            elif key == "cliff-margin":
+                out[key] = int(value)
+            else:
+                out[key] = value
+    return out
+
+
+def _is_code(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and not s.startswith("//")
+
+
+def load(path: Path) -> Fixture:
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    fx = Fixture(path, text, _options(lines[0]) if lines else {})
+    pending: list[tuple[str, str]] = []
+    pending_errors: list[str] = []
+    for number, line in enumerate(lines, 1):
+        m = _USAGE.match(line)
+        if m:
+            name, args, rest = m.group(1), m.group(2), dict(kv.split("=", 1) for kv in m.group(3).split())
+            stores, _, loads = rest.get("spills", "0/0").partition("/")
+            for arch in ([rest["arch"]] if "arch" in rest else fx.archs):
+                fx.usages.append(Usage(
+                    kernel=name, arch=arch, registers=int(rest["regs"]), static_smem=int(rest.get("smem", 0)),
+                    barriers=int(rest.get("barriers", 0)), spill_stores=int(stores), spill_loads=int(loads or 0),
+                    template_args=tuple(a.strip() for a in args.split(",")) if args else (), source="recorded"))
+            continue
+        m = _COMPILE_ERROR.match(line)
+        if m:
+            pending_errors.append(m.group(1))
+            continue
+        m = _EXPECT.search(line)
+        items = _ITEM.findall(m.group(1)) if m else []
+        if m and not _is_code(line[:m.start()]):
+            pending.extend(items)
+            continue
+        if _is_code(line):
+            for code, quoted in [*pending, *items]:
+                fx.expected.setdefault((number, code), []).extend([quoted] if quoted else [])
+            for message in pending_errors:
+                fx.compile_errors.append(CompileError(str(path), number, None, message, fx.archs[0]))
+            pending, pending_errors = [], []
+    return fx
+
 
 CASES = sorted(p for p in FIXTURES.glob("*.cu") if not p.name.endswith(".fixed.cu"))
 
