@@ -180,11 +180,9 @@ class Context:
         return self._locals[key]
 
     def _find_local(self, fn, name: bytes) -> Local | None:
-        pattern = word_pattern(name)
         local = Local()
         end = len(name)
-        for m in pattern.finditer(self.data, fn.start_byte, fn.end_byte):
-            start = m.start()
+        for start in word_starts(self.data, name, fn.start_byte, fn.end_byte):
             node = fn.descendant_for_byte_range(start, start + end)
             if node is None or node.start_byte != start or node.end_byte != start + end or \
                     node.type != "identifier":
@@ -226,14 +224,26 @@ class Context:
 _WORDS: dict[bytes, re.Pattern] = {}      # name -> compiled whole-word pattern
 
 
-def word_pattern(name: bytes) -> re.Pattern:
-    """A regex for `name` as a whole word (compiled once per process)."""
-    pattern = _WORDS.get(name)
-    if pattern is None:
-        if len(_WORDS) > 10_000:
-            _WORDS.clear()
-        pattern = _WORDS[name] = re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
-    return pattern
+_WORD_BYTES = frozenset(b"_$0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
+    """Offsets of `name` as a whole word in data[start:end] (may be in comments or strings)."""
+    if len(name) < 3:                  # short names: a regex beats many false substring hits
+        pattern = _WORDS.get(name)
+        if pattern is None:
+            if len(_WORDS) > 10_000:
+                _WORDS.clear()
+            pattern = _WORDS[name] = re.compile(rb"\b" + re.escape(name) + rb"\b")
+        return [m.start() for m in pattern.finditer(data, start, end)]
+    out, n = [], len(name)
+    i = data.find(name, start, end)
+    while i != -1:
+        if (i == 0 or data[i - 1] not in _WORD_BYTES) and \
+                (i + n >= len(data) or data[i + n] not in _WORD_BYTES):
+            out.append(i)
+        i = data.find(name, i + n, end)
+    return out
 _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
                 "parenthesized_declarator", "init_declarator"}
 

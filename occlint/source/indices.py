@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from occlint.model import Index
-from occlint.source.context import word_pattern
+from occlint.source.context import word_starts
 
 _AXES = {b"x": "x", b"y": "y", b"z": "z"}
 _SHRINK = {b"/", b">>", b"%"}
@@ -224,10 +224,9 @@ def attach_indices(ctx, sns):
         uses: dict[bytes, list] = {}
         for name in {sn.name_node.text for sn in group}:
             # find the name by text, keep only identifier nodes (not comments or strings)
-            pattern = word_pattern(name)
-            for m in pattern.finditer(data, body.start_byte, body.end_byte):
-                n = body.descendant_for_byte_range(m.start(), m.end())
-                if n is not None and n.type == "identifier" and n.start_byte == m.start():
+            for start in word_starts(data, name, body.start_byte, body.end_byte):
+                n = body.descendant_for_byte_range(start, start + len(name))
+                if n is not None and n.type == "identifier" and n.start_byte == start:
                     uses.setdefault(name, []).append(n)
         for sn in group:
             indices, other = [], 0
