@@ -164,3 +164,28 @@ _TOKENS = ["__global__", "void", "k", "(", ")", "{", "}", "<<<", ">>>", ",", ";"
 def test_fuzz_never_raises_and_spans_stay_inside(data):
     sf = parse(data)
     check_spans(sf)
+
+
+def test_parse_and_specialize_from_threads():
+    import threading
+
+    from occlint.source import find_kernel, specialize
+
+    text = (CASES / "shared.cu").read_text()
+    errors = []
+
+    def work(n):
+        try:
+            for i in range(15):
+                sf = parse(text + f"\n// {n} {i}\n")
+                k = find_kernel(sf, "templated_reduce")
+                assert specialize(sf, k, [128, "float"]).static_smem == 1024
+        except Exception as exc:     # collected: an assert in a thread would be lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -27,7 +28,8 @@ class Parsed:
     shared: list
 
 
-_recent: OrderedDict[int, Parsed] = OrderedDict()
+_recent: OrderedDict[int, Parsed] = OrderedDict()   # id(SourceFile) -> Parsed, newest last
+_lock = threading.Lock()
 
 
 def parse(text: str | bytes, path: str = "<input>") -> SourceFile:
@@ -47,15 +49,17 @@ def parse_full(text: str | bytes, path: str = "<input>") -> Parsed:
         if STRICT:
             raise
         parsed = Parsed(SourceFile(path=path, text=decoded), None, [], [])
-    _recent[id(parsed.sf)] = parsed
-    while len(_recent) > _CACHE_SIZE:
-        _recent.popitem(last=False)
+    with _lock:
+        _recent[id(parsed.sf)] = parsed
+        while len(_recent) > _CACHE_SIZE:
+            _recent.popitem(last=False)
     return parsed
 
 
 def parsed_for(sf: SourceFile) -> Parsed:
     """The Parsed behind `sf` (re-parsed when it is no longer cached)."""
-    p = _recent.get(id(sf))
+    with _lock:
+        p = _recent.get(id(sf))
     if p is not None and p.sf is sf:
         return p
     return parse_full(sf.text, sf.path)
