@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from occlint.model import SourceFile
 from occlint.source.context import Context
+from occlint.source.indices import attach_indices
 from occlint.source.kernels import kernel_nodes
 from occlint.source.launches import LaunchReader
 from occlint.source.macros import macro_launches
@@ -72,7 +73,6 @@ def _extract(text: str, path: str) -> Parsed:
     dropped = {n.start_byte for n in ctx.caps.get("kernel", ()) if n.start_byte not in kept}
     by_start = {kn.node.start_byte: kn for kn in kns if kn.body is not None}
     sns = shared_nodes(ctx, by_start, dropped)
-    from occlint.source.indices import attach_indices
     sns = attach_indices(ctx, sns)
     reader = LaunchReader(ctx)
     launches, attributes = reader.api_calls()

@@ -140,7 +140,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
         cluster = None
         if "cluster_dims" in extras:
             cluster = tuple(env.text_value(a, None, _unbound(bind_names))
-                            for a in _split_args(extras["cluster_dims"]))
+                            for a in split_args(extras["cluster_dims"]))
         body = node.child_by_field_name("body") if node.type == "function_definition" else None
         pos = fdecl.start_byte
         kernel = Kernel(
@@ -169,14 +169,16 @@ def _unbound(names) -> dict:
     return {n: "" for n in names}
 
 
-def _split_args(text: bytes) -> list[bytes]:
-    out, depth, cur = [], 0, b""
-    for ch in text.split(b","):
-        cur = ch if not cur else cur + b"," + ch
-        depth = cur.count(b"(") - cur.count(b")")
-        if depth <= 0:
-            out.append(cur)
-            cur = b""
-    if cur:
-        out.append(cur)
-    return [a for a in (x.strip() for x in out) if a]
+def split_args(text: bytes) -> list[bytes]:
+    """`2, MIN(a, b), 1` -> [b"2", b"MIN(a, b)", b"1"]: split on top-level commas."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == 40:            # (
+            depth += 1
+        elif ch == 41:          # )
+            depth -= 1
+        elif ch == 44 and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [a.strip() for a in out if a.strip()]

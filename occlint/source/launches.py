@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
 from occlint.source.context import Context, is_dead
@@ -264,7 +266,6 @@ class LaunchReader:
         if launch is None:
             return None
         # a field never set (or set twice) is unknown, not a default
-        from dataclasses import replace
         unknown = Dim3(None, None, None, "")
         return replace(launch, grid=launch.grid if grid is not None else unknown,
                        block=launch.block if block is not None else unknown,

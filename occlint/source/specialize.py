@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
 from occlint.source.build import parsed_for
+from occlint.source.kernels import split_args
 from occlint.source.shared import evaluate
 
 
@@ -68,8 +69,7 @@ def specialize(sf: SourceFile, kernel: Kernel,
         maxnreg = env.text_value(kn.blanked["maxnreg"], None, bind)
     cluster = kernel.cluster_dims
     if "cluster_dims" in kn.blanked:
-        from occlint.source.kernels import _split_args
-        cluster = tuple(env.text_value(a, None, bind) for a in _split_args(kn.blanked["cluster_dims"]))
+        cluster = tuple(env.text_value(a, None, bind) for a in split_args(kn.blanked["cluster_dims"]))
     shared = []
     scope = kn.node.start_byte
     for sn in parsed.shared:
