@@ -390,3 +390,14 @@ def test_unknown_names_may_be_dim3():
     assert (b.grid.x, b.grid.y, b.grid.z) == (None, 1, 1)       # an int parameter
     assert (b.block.x, b.block.y, b.block.z) == (None, None, None)
     assert (c.grid.x, c.grid.y) == (None, None)                 # `auto`: type unknown
+
+
+def test_typedefs_and_aliases_have_sizes():
+    text = ("typedef struct { float a; int b; } Pair;\ntypedef float real;\n"
+            "using Vec = float4;\ntypedef struct Node { double d; char c; } NodeT;\n"
+            "struct WithMethod { int x; int get() const { return x; } };\n"
+            "__global__ void k() { __shared__ Pair a[4]; __shared__ real b[4];\n"
+            "__shared__ Vec c[2]; __shared__ NodeT d[3]; __shared__ Node e[1];\n"
+            "__shared__ WithMethod m[2]; }\n")
+    got = {s.name: s.size_bytes for s in parse(text).shared}
+    assert got == {"a": 32, "b": 16, "c": 32, "d": 48, "e": 16, "m": None}

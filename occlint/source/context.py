@@ -157,8 +157,11 @@ class Context:
                 name = e.child_by_field_name("name")
                 if name is not None:
                     env.enums.setdefault(name.text, []).append((enumerators, i))
-        for node in caps.get("struct", ()):
-            self._add_struct(node)
+        for _ in range(2):             # twice: a struct may use a typedef written after it
+            for node in caps.get("struct", ()):
+                self._add_struct(node)
+            for node in caps.get("typedef", ()):
+                self._add_typedef(node)
 
     def _add_global(self, decl, init):
         if init.type != "init_declarator":
@@ -190,35 +193,59 @@ class Context:
             _classify_use(node, local)
         return local if local.decls else None
 
+    def _add_typedef(self, node):
+        """`typedef float real;`, `using Vec = float4;`, `typedef struct {...} Pair;`."""
+        type_node = node.child_by_field_name("type")
+        if type_node is None:
+            return
+        if node.type == "alias_declaration":
+            names = [node.child_by_field_name("name")]
+        else:
+            names = [d for d in node.children_by_field_name("declarator")
+                     if d.type == "type_identifier"]
+        if type_node.type == "struct_specifier":
+            name = type_node.child_by_field_name("name")
+            sa = self.env.structs.get(name.text.decode("utf-8", "replace")) if name is not None \
+                else self._struct_layout(type_node)
+        else:
+            sa = types.size_align(type_node.text.decode("utf-8", "replace"), self.env.structs)
+        for n in names:
+            if sa is not None and n is not None:
+                self.env.structs[n.text.decode("utf-8", "replace")] = sa
+
     def _add_struct(self, node):
+        name = node.child_by_field_name("name")
+        layout = self._struct_layout(node) if name is not None else None
+        if layout is not None:
+            self.env.structs[name.text.decode("utf-8", "replace")] = layout
+
+    def _struct_layout(self, node) -> tuple[int, int] | None:
+        """(size, alignment) of a struct of plainly sized members, else None."""
         members = []
         for f in node.child_by_field_name("body").named_children:
             if f.type == "comment":
                 continue
             if f.type != "field_declaration" or f.child_by_field_name("type") is None:
-                return
-            if b"static" in qualifiers(f) or f.child_by_field_name("declarator") is None:
-                if b"static" in qualifiers(f):
-                    continue
-                return
+                return None          # methods, access specifiers, bit-fields: not plain
+            if b"static" in qualifiers(f):
+                continue
             sa = types.size_align(f.child_by_field_name("type").text.decode("utf-8", "replace"),
                                   self.env.structs)
-            if sa is None:
-                return
-            for d in f.children_by_field_name("declarator"):
+            declarators = f.children_by_field_name("declarator")
+            if sa is None or not declarators:
+                return None
+            for d in declarators:
                 count = 1
                 while d.type == "array_declarator":
                     n = self.env.value(d.child_by_field_name("size"))
                     if n is None:
-                        return
+                        return None
                     count *= n
                     d = d.child_by_field_name("declarator")
                 if d.type not in ("field_identifier", "identifier"):
-                    return
+                    return None
                 members.append((sa[0] * count, sa[1]))
-        if members:
-            name = node.child_by_field_name("name").text.decode("utf-8", "replace")
-            self.env.structs[name] = types.layout(members)
+        return types.layout(members) if members else None
 
 
 _WORDS: dict[bytes, re.Pattern] = {}      # name -> compiled whole-word pattern

@@ -39,7 +39,9 @@ FILE_QUERY = Query(LANGUAGE, f"""
   (#any-of? @api.fn {" ".join(f'"{n}"' for n in API_CALLS)})) @api
 (call_expression function: (qualified_identifier) @api.fn
   (#any-of? @api.fn {" ".join(f'"::{n}"' for n in API_CALLS)})) @api
-(struct_specifier name: (type_identifier) body: (field_declaration_list)) @struct
+(struct_specifier body: (field_declaration_list)) @struct
+(type_definition) @typedef
+(alias_declaration) @typedef
 (function_definition body: (compound_statement)) @function
 """)
 
