@@ -87,6 +87,8 @@ class SharedDecl:
     template_dependent: bool = False       # size depends on a template parameter of the kernel
     other_uses: int = 0                    # uses not as `name[...]` (pointer taken, passed on):
                                            # when > 0, `indices` are not all the accesses
+    name_span: Span | None = None          # the declared name (`span` is the whole declaration)
+    dim_spans: tuple[Span, ...] = ()       # each size expression as written: `4096` in `[4096]`
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,10 @@ def test_shared_sizes_and_owners():
     for name, (size, owner) in expect.items():
         s = shared(sf, name)
         assert (s.size_bytes, s.kernel) == (size, owner), name
-    assert shared(sf, "tile").dims == (32, 33)
+    tile = shared(sf, "tile")
+    assert tile.dims == (32, 33)
+    assert sf.text[tile.name_span.start:tile.name_span.end] == "tile"
+    assert [sf.text[d.start:d.end] for d in tile.dim_spans] == ["TILE", "TILE + PAD"]
     dyn = shared(sf, "dynamic_smem")
     assert dyn.extern and dyn.size_bytes is None and dyn.dims == ()
     buf = shared(sf, "buf")

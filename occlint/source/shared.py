@@ -85,7 +85,8 @@ def shared_nodes(ctx: Context, kernels_by_start: dict, dropped: set) -> list[Sha
                 element_type=type_text,
                 dims=() if extern and size_nodes and size_nodes[0] is None else dims,
                 element_size=elem, size_bytes=size, extern=extern,
-                template_dependent=dependent,
+                template_dependent=dependent, name_span=tx.node_span(name_node),
+                dim_spans=tuple(tx.node_span(n) for n in size_nodes if n is not None),
             )
             out.append(SharedNode(sd, type_text, size_nodes, name_node, kn))
     return out
