@@ -64,7 +64,8 @@ def records(sf) -> list[dict]:
             "dims": list(s.dims), "element_size": s.element_size, "bytes": s.size_bytes,
             "extern": s.extern, "template_dependent": s.template_dependent,
             "indices": [{"text": i.text, "line": i.span.line, "thread_derived": i.thread_derived,
-                         "axis": i.axis, "dim": i.dim} for i in s.indices],
+                         "axis": i.axis, "dim": i.dim, "constant": i.constant}
+                        for i in s.indices],
             "other_uses": s.other_uses,
         })
     for la in sf.launches:
@@ -118,7 +119,13 @@ def format_record(r: dict) -> str:
         shape = "".join(f"[{_n(d)}]" for d in r["dims"]) or ("[]" if r["extern"] else "")
         size = "dynamic" if r["extern"] else f"{_n(r['bytes'])} bytes"
         owner = f" in {r['kernel']}" if r["kernel"] else " at file scope"
-        return f"{where} shared {r['element_type']} {r['name']}{shape}: {size}{owner}"
+        text = f"{where} shared {r['element_type']} {r['name']}{shape}: {size}{owner}"
+        if r["indices"]:
+            derived = sum(1 for i in r["indices"] if i["thread_derived"])
+            text += f"; {derived}/{len(r['indices'])} subscripts thread-derived"
+        if r["other_uses"]:
+            text += f"; {r['other_uses']} other uses"
+        return text
     if kind == "launch":
         how = "<<<>>>" if r["launch_kind"] == "chevron" else r["launch_kind"]
         block = "runtime" if r["runtime_block"] else _n(r["block"])
