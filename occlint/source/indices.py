@@ -196,17 +196,22 @@ def _shrinks(update, s: bytes) -> bool:
     return False
 
 
-def _conjuncts(node):
-    node = _strip(node) if node is not None and node.type != "condition_clause" else node
-    if node is None:
-        return []
-    if node.type == "condition_clause":
-        inner = [c for c in node.named_children if c.type != "comment"]
-        return _conjuncts(inner[-1]) if inner else []
-    if node.type == "binary_expression" and node.child_by_field_name("operator").text == b"&&":
-        return _conjuncts(node.child_by_field_name("left")) + \
-            _conjuncts(node.child_by_field_name("right"))
-    return [node]
+def _conjuncts(node, limit: int = 64) -> list:
+    """`a && (b && c)` -> [a, b, c] (at most `limit`; no recursion on long chains)."""
+    out, stack = [], [node]
+    while stack and len(out) < limit:
+        n = stack.pop()
+        if n is not None and n.type == "condition_clause":
+            inner = [c for c in n.named_children if c.type != "comment"]
+            n = inner[-1] if inner else None
+        n = _strip(n) if n is not None else None
+        if n is None:
+            continue
+        if n.type == "binary_expression" and n.child_by_field_name("operator").text == b"&&":
+            stack += [n.child_by_field_name("right"), n.child_by_field_name("left")]
+        else:
+            out.append(n)
+    return out
 
 
 def attach_indices(ctx, sns):

@@ -48,21 +48,24 @@ def unwrap_kernel_ref(node):
 
 def callee_parts(node) -> tuple[str | None, list]:
     """(name as written without template arguments, template argument nodes)."""
-    if node is None:
-        return None, []
-    t = node.type
-    if t in ("identifier", "field_identifier", "namespace_identifier", "type_identifier"):
-        return node.text.decode("utf-8", "replace"), []
-    if t == "template_function":
-        name, _ = callee_parts(node.child_by_field_name("name"))
-        return name, _args(node.child_by_field_name("arguments"))
-    if t == "qualified_identifier":
-        scope = node.child_by_field_name("scope")
-        name, targs = callee_parts(node.child_by_field_name("name"))
-        if name is None:
+    prefix = []
+    for _ in range(64):
+        if node is None:
             return None, []
-        prefix = b"".join(scope.text.split()).decode("utf-8", "replace") if scope is not None else ""
-        return f"{prefix}::{name}", targs
+        t = node.type
+        if t in ("identifier", "field_identifier", "namespace_identifier", "type_identifier"):
+            return "::".join((*prefix, node.text.decode("utf-8", "replace"))), []
+        if t == "template_function":
+            name, _ = callee_parts(node.child_by_field_name("name"))
+            if name is None:
+                return None, []
+            return "::".join((*prefix, name)), _args(node.child_by_field_name("arguments"))
+        if t != "qualified_identifier":
+            return None, []
+        scope = node.child_by_field_name("scope")
+        prefix.append(b"".join(scope.text.split()).decode("utf-8", "replace")
+                      if scope is not None else "")
+        node = node.child_by_field_name("name")
     return None, []
 
 
@@ -163,16 +166,25 @@ class LaunchReader:
         return Dim3(d.x, d.y, d.z, text)
 
     def is_runtime(self, node, scope) -> bool:
+        """Does the expression use a block size chosen by cudaOccupancyMaxPotentialBlockSize
+        (directly or through locals)? Looks at a bounded number of nodes."""
         if node is None or scope not in self.runtime_scopes:
             return False
-        if node.type == "identifier":
-            if (scope, node.text) in self.runtime:
-                return True
-            local = self.env.local(scope, node.text)
-            if local is not None and len(local.decls) == 1:
-                return self.is_runtime(local.decls[0][1].child_by_field_name("value"), scope)
-            return False
-        return any(self.is_runtime(c, scope) for c in node.named_children)
+        stack, seen = [node], 0
+        while stack and seen < 200:
+            n = stack.pop()
+            seen += 1
+            if n is None:
+                continue
+            if n.type == "identifier":
+                if (scope, n.text) in self.runtime:
+                    return True
+                local = self.env.local(scope, n.text)
+                if local is not None and len(local.decls) == 1:
+                    stack.append(local.decls[0][1].child_by_field_name("value"))
+            else:
+                stack += n.named_children
+        return False
 
     def smem(self, node, scope) -> int | None:
         return 0 if node is None else self.env.value(node, scope)
