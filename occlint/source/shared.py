@@ -40,6 +40,7 @@ def evaluate(ctx: Context, type_text: str, size_nodes, bind: dict, scope) -> tup
     """(dims, element_size, size_bytes) under template bindings `bind` (bytes -> int | str)."""
     env = ctx.env
     dims = tuple(env.value(n, scope, bind) if n is not None else None for n in size_nodes)
+    dims = tuple(None if d is not None and d < 0 else d for d in dims)    # not a valid size
     bound = bind.get(type_text.encode())
     elem = types.size_of(bound if isinstance(bound, str) and bound else type_text, env.structs)
     size = None

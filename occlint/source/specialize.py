@@ -47,7 +47,7 @@ def specialize(sf: SourceFile, kernel: Kernel,
                            tuple(s for s in sf.shared if s.kernel == kernel.qualname))
     env, ctx = parsed.ctx.env, parsed.ctx
     if isinstance(template_values, Mapping):
-        given = {k.encode(): v for k, v in template_values.items()}
+        given = {str(k).encode(): v for k, v in template_values.items()}
     else:
         given = {t.name: v for t, v in zip(kn.tparams, template_values, strict=False)}
     bind: dict[bytes, int | str] = {}
