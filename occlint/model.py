@@ -40,7 +40,7 @@ class Kernel:
     qualname: str                   # with scopes: "ns::Cls::reduce"
     path: str
     span: Span                      # the name
-    decl_span: Span                 # start of the declaration: where `__launch_bounds__` goes
+    decl_span: Span                 # where `__launch_bounds__(...) ` goes: empty, just before the name
     scopes: tuple[str, ...] = ()
     template_params: tuple[str, ...] = ()   # parameter names in order: ("T", "BLOCK")
     params: tuple[str, ...] = ()            # parameter declarations as written
