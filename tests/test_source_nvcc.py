@@ -73,3 +73,20 @@ def test_static_shared_matches_ptxas_per_instantiation(nvcc_path, tmp_path):
         assert specialize(sf, k, args).static_smem == report[demangled]
         checked += 1
     assert checked == 4
+
+
+def test_launch_bounds_inserted_at_decl_span_compiles(nvcc_path, tmp_path):
+    text = (CASES / "kernels.cu").read_text()
+    sf = parse(text, "kernels.cu")
+    targets = [k for k in sf.kernels if k.launch_bounds is None and k.maxnreg is None
+               and k.qualname != "outer::Ops::member"]
+    assert len(targets) >= 5
+    for k in sorted(targets, key=lambda k: -k.decl_span.start):     # back to front
+        at = k.decl_span.start
+        text = text[:at] + "__launch_bounds__(128) " + text[at:]
+    (tmp_path / "bounded.cu").write_text(text)
+    report = ptxas_report(nvcc_path, tmp_path / "bounded.cu", tmp_path)
+    assert len(report) == 11       # ten kernels, `templated` twice
+    again = parse(text, "bounded.cu")
+    assert all(again.kernels[i].launch_bounds is not None
+               for i, k in enumerate(sf.kernels) if k in targets)
