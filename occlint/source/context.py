@@ -77,12 +77,17 @@ class Context:
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
+        self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
         if outer is None:
             self._fill_env()
         else:
             e, o = self.env, outer.env
             e.macros, e.fmacros, e.globals, e.enums, e.structs = \
                 o.macros, o.fmacros, o.globals, o.enums, o.structs
+
+    def dead(self, node) -> bool:
+        """Disabled by `#if 0` (checked only in files that have one)."""
+        return self._maybe_dead and is_dead(node)
 
     # --- scopes --------------------------------------------------------------------------------
 
@@ -127,13 +132,13 @@ class Context:
     def _fill_env(self):
         env, caps = self.env, self.caps
         for node in caps.get("def", ()):
-            if is_dead(node):
+            if self.dead(node):
                 continue
             name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
             if name is not None:
                 env.add_macro(name.text, value.text if value is not None else b"")
         for node in caps.get("fdef", ()):
-            if is_dead(node):
+            if self.dead(node):
                 continue
             name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
             params = node.child_by_field_name("parameters")

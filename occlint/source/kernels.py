@@ -6,7 +6,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from occlint.model import Kernel, LaunchBounds
-from occlint.source.context import Context, is_dead, scopes_of
+from occlint.source.context import Context, scopes_of
 
 
 @dataclass
@@ -103,7 +103,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
     blanked = [b for b in tx.blanked if b[0] != "align"]          # in source order
     blanked_starts = [b[1] for b in blanked]
     for node in sorted(_candidates(ctx), key=lambda n: n.start_byte):
-        if is_dead(node):
+        if ctx.dead(node):
             continue
         fdecl = node.child_by_field_name("declarator")
         if fdecl is None or fdecl.type != "function_declarator":

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
-from occlint.source.context import Context, is_dead
+from occlint.source.context import Context
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
@@ -221,7 +221,7 @@ class LaunchReader:
     def chevrons(self) -> list[Launch]:
         out = []
         for call in self.ctx.caps.get("launch", ()):
-            if is_dead(call):
+            if self.ctx.dead(call):
                 continue
             config = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
             args = _args(config)
@@ -237,7 +237,7 @@ class LaunchReader:
     def api_calls(self) -> tuple[list[Launch], list[AttributeCall]]:
         launches, attrs = [], []
         for call in self.ctx.caps.get("api", ()):
-            if is_dead(call):
+            if self.ctx.dead(call):
                 continue
             fn = call.child_by_field_name("function").text.lstrip(b":")
             args = _args(call.child_by_field_name("arguments"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from occlint.model import SharedDecl
 from occlint.source import types
-from occlint.source.context import Context, is_dead, qualifiers
+from occlint.source.context import Context, qualifiers
 
 
 @dataclass
@@ -55,7 +55,7 @@ def shared_nodes(ctx: Context, kernels_by_start: dict, dropped: set) -> list[Sha
     tx = ctx.tx
     out = []
     for decl in ctx.caps.get("shared", ()):
-        if is_dead(decl):
+        if ctx.dead(decl):
             continue
         func = ctx.function_at(decl.start_byte)
         if func is not None and func.start_byte in dropped:

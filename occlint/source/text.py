@@ -72,15 +72,17 @@ class Text:
         return row + 1, off - self.line_chars[row] + 1, off
 
     def span(self, start: int, end: int) -> Span:
+        if self.ascii:                   # the common case, inlined: bytes are characters
+            lines = self.line_bytes
+            r = bisect_right(lines, start) - 1
+            r2 = r if r + 1 == len(lines) or end < lines[r + 1] else bisect_right(lines, end) - 1
+            return Span(r + 1, start - lines[r] + 1, r2 + 1, end - lines[r2] + 1, start, end)
         line, col, s = self.position(start)
         end_line, end_col, e = self.position(end)
         return Span(line, col, end_line, end_col, s, e)
 
     def node_span(self, node) -> Span:
         return self.span(node.start_byte, node.end_byte)
-
-    def slice(self, start: int, end: int) -> str:
-        return self.data[start:end].decode("utf-8", "replace")
 
     def node_text(self, node) -> str:
         return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
