@@ -404,3 +404,12 @@ def test_typedefs_and_aliases_have_sizes():
             "__shared__ WithMethod m[2]; }\n")
     got = {s.name: s.size_bytes for s in parse(text).shared}
     assert got == {"a": 32, "b": 16, "c": 32, "d": 48, "e": 16, "m": None}
+
+
+def test_scoped_enums_and_class_constants():
+    text = ("enum class Cfg : int { Block = 256, Grid = Block / 2 };\n"
+            "struct P { static constexpr int kB = 64; enum { kW = 32 }; };\n"
+            "__global__ void k() {}\n"
+            "void h() { k<<<(int)Cfg::Grid, static_cast<int>(Cfg::Block)>>>();\n"
+            "k<<<P::kW, P::kB>>>(); }\n")
+    assert [(la.grid.x, la.block.x) for la in parse(text).launches] == [(128, 256), (32, 64)]
