@@ -413,3 +413,13 @@ def test_scoped_enums_and_class_constants():
             "void h() { k<<<(int)Cfg::Grid, static_cast<int>(Cfg::Block)>>>();\n"
             "k<<<P::kW, P::kB>>>(); }\n")
     assert [(la.grid.x, la.block.x) for la in parse(text).launches] == [(128, 256), (32, 64)]
+
+
+def test_template_parameters_of_host_code_shadow_constants():
+    text = ("constexpr int B = 64;\nconstexpr int N = 7;\n"
+            "template <typename T> __global__ void k() {}\n"
+            "template <int B> void h() { k<float><<<1, B>>>(); }\n"
+            "template <int N> struct R { void run() { k<float><<<1, N>>>(); } };\n"
+            "void g() { k<float><<<B, N>>>(); }\n")
+    assert [(la.grid.x, la.block.x) for la in parse(text).launches] == \
+        [(1, None), (1, None), (64, 7)]

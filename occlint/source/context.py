@@ -76,6 +76,7 @@ class Context:
         self.env.local = self.local
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
+        self._tnames: dict[int, set[bytes]] = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
         if outer is None:
@@ -189,6 +190,9 @@ class Context:
 
     def _find_local(self, fn, name: bytes) -> Local | None:
         local = Local()
+        if name in self._template_names(fn):       # a template parameter: unknown here
+            local.decls.append((b"", fn))
+            return local
         end = len(name)
         for start in word_starts(self.data, name, fn.start_byte, fn.end_byte):
             node = fn.descendant_for_byte_range(start, start + end)
@@ -197,6 +201,29 @@ class Context:
                 continue                       # in a comment, a string, or a longer token
             _classify_use(node, local)
         return local if local.decls else None
+
+    def _template_names(self, fn) -> set[bytes]:
+        """Template parameter names of the templates around function `fn` (cached)."""
+        names = self._tnames.get(fn.start_byte)
+        if names is None:
+            names = set()
+            p = fn.parent
+            while p is not None:
+                if p.type == "template_declaration":
+                    plist = p.child_by_field_name("parameters")
+                    for c in plist.named_children if plist is not None else ():
+                        n = c.child_by_field_name("declarator") or c.child_by_field_name("name")
+                        while n is not None and n.type not in ("identifier", "type_identifier"):
+                            n = n.child_by_field_name("declarator") if n.named_child_count \
+                                else None
+                        if n is None:
+                            n = next((x for x in c.named_children
+                                      if x.type in ("identifier", "type_identifier")), None)
+                        if n is not None:
+                            names.add(n.text)
+                p = p.parent
+            self._tnames[fn.start_byte] = names
+        return names
 
     def _add_typedef(self, node):
         """`typedef float real;`, `using Vec = float4;`, `typedef struct {...} Pair;`."""
