@@ -423,3 +423,17 @@ def test_template_parameters_of_host_code_shadow_constants():
             "void g() { k<float><<<B, N>>>(); }\n")
     assert [(la.grid.x, la.block.x) for la in parse(text).launches] == \
         [(1, None), (1, None), (64, 7)]
+
+
+@pytest.mark.parametrize(("body", "derived"), [
+    ("int s = blockDim.x / 2; while (s > 0) { if (tid < s) a[tid + s] = 0; s >>= 1; }", True),
+    ("unsigned s = blockDim.x >> 1; do { if (tid < s) a[tid + s] = 0; s /= 2; } while (s);",
+     True),
+    ("int s = blockDim.x / 2; while (s > 0) { if (tid < s) a[tid + s] = 0; s += 1; }", False),
+    ("int s = blockDim.x / 2; s = n; if (tid < s) a[tid + s] = 0;", False),
+    ("int s = blockDim.y / 2; while (s) { if (tid < s) a[tid + s] = 0; s >>= 1; }", False),
+])
+def test_halving_variable_outside_a_for_loop(body, derived):
+    text = ("__global__ void k(int n) { __shared__ float a[1024]; int tid = threadIdx.x; "
+            + body + " }")
+    assert [i.thread_derived for i in parse(text).shared[0].indices] == [derived]

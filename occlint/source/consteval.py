@@ -77,6 +77,7 @@ class Local:
     written: bool = False                           # any write, a field's included
     fields: dict = field(default_factory=dict)      # field name (bytes) -> [value node or None]
     whole_written: bool = False                     # written other than through `.field =`
+    writes: list = field(default_factory=list)      # the assignment/update/`&` nodes
 
 
 class Env:

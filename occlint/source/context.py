@@ -337,6 +337,7 @@ def _classify_use(node, local: Local) -> None:
             t == "update_expression" or \
             (t == "pointer_expression" and parent.child_by_field_name("operator").text == b"&"):
         local.written = local.whole_written = True    # assigned, incremented, address taken
+        local.writes.append(parent)
     elif t == "field_expression" and parent.child_by_field_name("argument") == node:
         assign = parent.parent
         if assign is not None and assign.type == "assignment_expression" and \

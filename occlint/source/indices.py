@@ -140,7 +140,17 @@ class Classifier:
                 if a is not None:
                     return a
             node = node.parent
-        return None
+        return self._halving_variable(s)
+
+    def _halving_variable(self, s: bytes) -> str | None:
+        """`int s = blockDim.A / 2;` only ever halved (`s >>= 1` in a while loop) -> A."""
+        local = self.env.local(self.scope, s)
+        if local is None or len(local.decls) != 1 or local.decls[0][1].type != "init_declarator":
+            return None
+        a = _half(local.decls[0][1].child_by_field_name("value"))
+        if a is None or not all(_shrinks(w, s) for w in local.writes):
+            return None
+        return a
 
     def _halving_loop(self, loop, s: bytes) -> str | None:
         init = loop.child_by_field_name("initializer")
