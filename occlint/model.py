@@ -59,7 +59,8 @@ class Index:
     `axis` of the block ("x", "y", "z"; "xyz" = the block's total thread count): `threadIdx.x`,
     aliases such as `tid = threadIdx.x`, `tid % 32`, `tid / 2`, `tid >> k`, `tid & m`, the flat
     `threadIdx.x + threadIdx.y * blockDim.x` ("xyz"), and `tid + s` under `if (tid < s)` with
-    `s <= blockDim.x / 2` (a halving loop from `blockDim.x / 2`, or `s < blockDim.x / 2`).
+    `s <= blockDim.x / 2` (s starts at `blockDim.x / 2` and is only halved, or a loop condition
+    keeps `s < blockDim.x / 2`).
     So a 256-thread launch touches elements 0..255 of that dimension. `dim` is which subscript
     of the array it is (0 = leftmost: `s[dim0][dim1]`).
     """
