@@ -81,7 +81,7 @@ class Local:
 
 
 class Env:
-    """What names mean in one file; filled by occlint.source.parse."""
+    """What names mean in one file; filled by occlint.source.context.Context."""
 
     def __init__(self):
         self.macros: dict[bytes, list[bytes]] = {}
@@ -93,7 +93,6 @@ class Env:
         # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
         self.dim3_of: Callable | None = None
         self.structs: dict[str, tuple[int, int]] = {}
-        self._snippets: dict[bytes, object] = {}
         self._active: set = set()
         self._memo: dict = {}
         self._depth = 0
