@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -210,6 +211,18 @@ def main() -> int:
     target.write_text(target.read_text() + "\n// touched\n")
     t_touch, touch = timed(lambda: collect_usage(files, config))
     rows.append(("touch one file, rerun", t_touch, f"{touch.compiled} recompiled"))
+
+    # the launcher's cost per compile: interleaved pairs on one file, medians (robust to load)
+    obj = os.path.join(out, "one.o")
+    compile_one = [nvcc.path, f"-arch={args.arch}", *inc, "-c", files[0], "-o", obj]
+    plain_t, launch_t = [], []
+    for _ in range(5 * args.reps):
+        plain_t.append(timed(lambda: subprocess.run(compile_one, check=True))[0])
+        launch_t.append(timed(lambda: subprocess.run(
+            [sys.executable, "-m", "occlint", "nvcc", "--", *compile_one], check=True))[0])
+    mp, ml = statistics.median(plain_t), statistics.median(launch_t)
+    rows.append(("one nvcc -c, plain (median)", mp, f"{len(plain_t)} interleaved runs"))
+    rows.append(("one nvcc -c, via occlint nvcc (median)", ml, f"{ml / mp - 1:+.1%}"))
 
     if shutil.which("cmake") and shutil.which("ninja"):
         plain, launched = [], []

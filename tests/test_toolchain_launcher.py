@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -71,6 +72,12 @@ def test_report_usage(builds):
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"block_sum<256>\s+sm_90\s+\d+\s+1024\s+1", proc.stdout)
     assert "demo::scale" in proc.stdout
+    # linting with the recorded figures: the engine runs, no recompilation, no cache written
+    linted = run_cli("report", str(launched), "--format", "json", cwd=_src)
+    assert linted.returncode in (0, 1), linted.stderr
+    assert isinstance(json.loads(linted.stdout or "[]"), (list, dict))
+    assert "internal error" not in linted.stderr
+    assert not (_src / ".occlint_cache").exists()
     empty = run_cli("report", str(_plain))
     assert empty.returncode == 2 and "no *.occlint.json" in empty.stderr
 

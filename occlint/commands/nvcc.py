@@ -93,6 +93,8 @@ def run(args) -> int:
     except OSError as exc:
         print(f"occlint: error: cannot run {cmd[0]}: {exc}", file=sys.stderr)
         return 127
+    if code < 0:  # killed by a signal: report it as a shell would
+        return 128 - code
     if code != 0:
         return code
     try:
