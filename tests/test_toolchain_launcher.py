@@ -73,7 +73,7 @@ def test_report_usage(builds):
     assert re.search(r"block_sum<256>\s+sm_90\s+\d+\s+1024\s+1", proc.stdout)
     assert "demo::scale" in proc.stdout
     # linting with the recorded figures: the engine runs, no recompilation, no cache written
-    linted = run_cli("report", str(launched), "--format", "json", cwd=_src)
+    linted = run_cli("report", str(launched), "--output-format", "json", cwd=_src)
     assert linted.returncode in (0, 1), linted.stderr
     assert isinstance(json.loads(linted.stdout or "[]"), (list, dict))
     assert "internal error" not in linted.stderr

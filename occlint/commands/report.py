@@ -10,7 +10,7 @@ def add_arguments(parser):
     parser.add_argument("build_dir", metavar="BUILD_DIR", help="build tree with *.occlint.json")
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files or folders to lint (default: the sources the sidecars name)")
-    parser.add_argument("--format", default="full", metavar="FORMAT",
+    parser.add_argument("--output-format", default="full", metavar="FORMAT",
                         help="output format: full, concise, json, sarif, ... (default: full)")
     parser.add_argument("--usage", action="store_true",
                         help="print the merged per-kernel usage instead of linting")
@@ -55,8 +55,8 @@ def run(args) -> int:
     from occlint.emit import EMITTERS
     from occlint.engine import lint_paths
 
-    if args.format not in EMITTERS:
-        raise OcclintError(f"unknown format `{args.format}` (one of: {', '.join(EMITTERS)})")
+    if args.output_format not in EMITTERS:
+        raise OcclintError(f"unknown format `{args.output_format}` (one of: {', '.join(EMITTERS)})")
     keyed = {_shown(s): us for s, us in usage.items()}
     paths = args.paths or [p for p in keyed if os.path.exists(p)]
     result = lint_paths(paths, config, usage=keyed)
@@ -65,7 +65,7 @@ def run(args) -> int:
               file=sys.stderr)
     for error in result.errors:
         print(f"occlint: error: {error}", file=sys.stderr)
-    text = EMITTERS[args.format](result.findings, root=config.root, sources=result.sources)
+    text = EMITTERS[args.output_format](result.findings, root=config.root, sources=result.sources)
     if text:
         print(text.rstrip("\n"))
     return 1 if result.findings else 0
