@@ -18,6 +18,12 @@ def add_arguments(parser):
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="CUDA files or directories (searched for .cu, .cuh, .cuhpp, .cu.inc)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
+    parser.add_argument("--arch", action="append", metavar="ARCHS",
+                        help="target archs for compiler figures, e.g. sm_80,sm_90")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="source model only: do not run nvcc for registers and occupancy")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
+    parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
 
 
 def discover(paths: list[str]) -> tuple[list[str], list[str]]:
@@ -129,15 +135,77 @@ def format_record(r: dict) -> str:
     if kind == "launch":
         how = "<<<>>>" if r["launch_kind"] == "chevron" else r["launch_kind"]
         block = "runtime" if r["runtime_block"] else _n(r["block"])
-        return (f"{where} launch {r['name']} {how} grid={_n(r['grid'])} block={block} "
+        text = (f"{where} launch {r['name']} {how} grid={_n(r['grid'])} block={block} "
                 f"smem={_n(r['dynamic_smem'])}  ({r['grid_text']}; {r['block_text']})")
+        for arch, o in sorted((r.get("occupancy") or {}).items()):
+            text += (f"\n    {arch}: occupancy {o['occupancy']:.1%} ({o['active_blocks']} blocks/SM),"
+                     f" {o['limiter_words']}")
+        return text
     return f"{where} attribute {r['name']} {r['attribute']} = {_n(r['value'])}"
+
+
+def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
+    """Kernel records gain `usage` (arch -> figures) and `instantiations`; launch records gain
+    `occupancy` (arch -> occupancy, blocks/SM, limiter) at their evaluated configuration."""
+    from occlint import checks, occupancy
+    from occlint.toolchain import match_usage, usage_by_arch
+
+    kernels = {(r["line"], r["column"]): r for r in recs if r["kind"] == "kernel"}
+    for k in sf.kernels:
+        mine = match_usage(k, usages)
+        rec = kernels.get((k.span.line, k.span.column))
+        if rec is None or not mine:
+            continue
+        rec["usage"] = usage_by_arch(mine)
+        rec["instantiations"] = [
+            {"arch": u.arch, "template_args": list(u.template_args), "registers": u.registers,
+             "spill_stores": u.spill_stores, "spill_loads": u.spill_loads,
+             "static_smem": u.static_smem, "barriers": u.barriers, "mangled": u.mangled}
+            for u in mine]
+    launches = {(r["line"], r["column"]): r for r in recs if r["kind"] == "launch"}
+    facts = checks.build_facts(sf, usages, config, archs)
+    for site in facts.sites:
+        rec = launches.get((site.launch.span.line, site.launch.span.column)) if site.launch else None
+        if rec is None or site.occ is None:
+            continue
+        occ = site.occ
+        limiter = checks.primary_limiter(occ, site.usage is not None)
+        rec.setdefault("occupancy", {})[site.arch] = {
+            "occupancy": round(occ.occupancy, 4), "active_blocks": occ.active_blocks,
+            "active_warps": occ.active_warps, "limiter": limiter,
+            "limiter_words": occupancy.LIMITER_WORDS.get(limiter, limiter),
+            "registers": site.usage.registers if site.usage else None,
+            "static_smem": site.static_smem}
+
+
+def _compile(files: list[str], args):
+    """(usages per file, config, archs) from nvcc, or None with --no-compile or without nvcc."""
+    from occlint.config import load_config, target_archs
+    from occlint.toolchain import collect_usage, print_notice
+
+    overrides = {}
+    if args.arch:
+        overrides["arch"] = [a.strip() for group in args.arch for a in group.split(",") if a.strip()]
+    if args.no_cache:
+        overrides["no-cache"] = True
+    config = load_config(args.config, start=args.paths[0], overrides=overrides)
+    cuda = [f for f in files if f.endswith(".cu")]
+    report = collect_usage(cuda, config, jobs=config.jobs) if cuda and not args.no_compile else None
+    if report is not None:
+        print_notice(report)
+    archs = config.arch or (report.archs if report else ()) or target_archs(config)
+    return report, config, tuple(archs)
 
 
 def run(args) -> int:
     from occlint.source import parse
 
     files, errors = discover(args.paths)
+    report, config, archs = _compile(files, args)
+    all_usage = [u for us in report.usages.values() for u in us] if report else []
+    for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
+        where = f"{err.path}:{err.line}" if err.line else err.path
+        print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
     all_records = []
     for path in files:
         try:
@@ -146,7 +214,10 @@ def run(args) -> int:
         except OSError as exc:
             errors.append(f"cannot read {path}: {exc.strerror or exc}")
             continue
-        recs = records(parse(data, path))
+        sf = parse(data, path)
+        recs = records(sf)
+        if all_usage:
+            add_compiler_figures(recs, sf, all_usage, config, archs)
         if args.json:
             all_records += recs
         else:

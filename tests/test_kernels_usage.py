@@ -1,0 +1,66 @@
+"""`occlint kernels` with compiler figures: real nvcc, per arch, per instantiation."""
+
+import json
+
+from conftest import run_cli
+
+SOURCE = """\
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) tile(float* out) {
+    __shared__ float s[BLOCK];
+    s[threadIdx.x] = out[threadIdx.x];
+    __syncthreads();
+    out[threadIdx.x] = s[BLOCK - 1 - threadIdx.x];
+}
+
+void run(float* out) {
+    tile<128><<<1000, 128>>>(out);
+    tile<256><<<1000, 256>>>(out);
+}
+"""
+
+
+def _ptxas_figures(nvcc, path, arch):
+    import re
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", "-o",
+                            f"{tmp}/x.cubin", str(path)], capture_output=True, text=True, check=True)
+    return [(int(m.group(1)), int(m.group(2)))
+            for m in re.finditer(r"Used (\d+) registers.*?(\d+) bytes smem", r.stderr)]
+
+
+def test_kernels_json_carries_usage_and_launch_occupancy(tmp_path, nvcc_path):
+    src = tmp_path / "tile.cu"
+    src.write_text(SOURCE)
+    r = run_cli("kernels", "--json", "--arch", "sm_80,sm_90", "--no-cache", str(src), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(r.stdout)
+    kernel = next(x for x in recs if x["kind"] == "kernel")
+    assert set(kernel["usage"]) == {"sm_80", "sm_90"}
+    for arch in ("sm_80", "sm_90"):
+        inst = sorted((i["static_smem"], i["registers"]) for i in kernel["instantiations"]
+                      if i["arch"] == arch)
+        ptxas = sorted((smem, regs) for regs, smem in _ptxas_figures(nvcc_path, src, arch))
+        assert inst == ptxas                       # exactly what ptxas reports, both instantiations
+        assert [s for s, _ in inst] == [512, 1024]
+        assert kernel["usage"][arch]["static_smem"] == 1024   # the largest instantiation
+    launches = [x for x in recs if x["kind"] == "launch"]
+    assert [x["block"] for x in launches] == [128, 256]
+    for la in launches:
+        assert set(la["occupancy"]) == {"sm_80", "sm_90"}
+        o = la["occupancy"]["sm_90"]
+        assert 0 < o["occupancy"] <= 1 and o["active_blocks"] >= 1
+        assert o["limiter_words"].startswith("limited by")
+
+
+def test_kernels_no_compile_has_no_usage(tmp_path):
+    src = tmp_path / "tile.cu"
+    src.write_text(SOURCE)
+    r = run_cli("kernels", "--json", "--no-compile", str(src), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(r.stdout)
+    assert all("usage" not in x and "occupancy" not in x for x in recs)
+    assert [x["block"] for x in recs if x["kind"] == "launch"] == [128, 256]
