@@ -96,6 +96,24 @@ def test_launcher_keeps_output_and_exit_code(tmp_path, nvcc_path):
     assert version.returncode == 0 and "Cuda compilation tools" in version.stdout
 
 
+def test_launcher_reads_compressed_cubins(tmp_path, nvcc_path):
+    src = tmp_path / "c.cu"
+    src.write_text("__global__ void k(float* p) { __shared__ float s[300]; s[threadIdx.x] = p[0];"
+                   " __syncthreads(); p[1] = s[299 - threadIdx.x]; }\n")
+    kernels = []
+    for name, extra in (("plain.o", []), ("packed.o", ["-Xfatbin", "-compress-all"])):
+        cmd = [nvcc_path, "-arch=sm_90", *extra, "-c", str(src), "-o", str(tmp_path / name)]
+        proc = run_cli("nvcc", "--", *cmd)
+        assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+        data = json.loads((tmp_path / f"{name}.occlint.json").read_text())
+        assert data["compressed_skipped"] == []
+        kernels.append(data["kernels"])
+    assert kernels[0] == kernels[1] and kernels[0][0]["static_smem"] == 1200
+    # the packed object really embeds no plain cubin: only its own ELF header is left
+    assert (tmp_path / "plain.o").read_bytes().count(b"\x7fELF") == 2
+    assert (tmp_path / "packed.o").read_bytes().count(b"\x7fELF") == 1
+
+
 def test_doctor_and_clean(tmp_path, nvcc_path):
     env = {"CUDACXX": nvcc_path}
     doctor = run_cli("doctor", "--nvcc", nvcc_path, cwd=tmp_path, env=env)

@@ -61,13 +61,18 @@ class FatbinScan:
 
 
 def _decompress(payload: bytes, flags: int, size: int) -> bytes | None:
+    """A zstd-compressed entry (nvcc -compress-mode / -Xfatbin -compress-all), when the optional
+    `zstandard` module is installed; LZ4 entries (older toolkits) are not read."""
     if flags & FLAG_COMPRESSED_ZSTD:
         try:
-            import zstandard  # optional
-
-            return zstandard.ZstdDecompressor().decompress(payload, max_output_size=size or 1 << 30)
-        except Exception:
+            import zstandard
+        except ImportError:
             return None
+        try:
+            out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size or 1 << 30)
+        except zstandard.ZstdError:
+            return None
+        return out if out[:4] == b"\x7fELF" else None
     return None
 
 
@@ -84,12 +89,13 @@ def fatbin_cubins(fatbin: bytes) -> FatbinScan:
             kind, _v, ehsize, psize = struct.unpack_from("<HHIQ", fatbin, p)
             arch = struct.unpack_from("<I", fatbin, p + 28)[0]
             flags = struct.unpack_from("<Q", fatbin, p + 40)[0]
-            full = struct.unpack_from("<Q", fatbin, p + 56)[0]
+            packed = struct.unpack_from("<I", fatbin, p + 16)[0]   # compressed size, else 0
+            full = struct.unpack_from("<Q", fatbin, p + 56)[0]     # uncompressed size
             payload = fatbin[p + ehsize:p + ehsize + psize]
             if kind == KIND_ELF:
                 name = f"sm_{arch}"
                 if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD):
-                    plain = _decompress(payload, flags, full)
+                    plain = _decompress(payload[:packed or psize], flags, full)
                     if plain is None:
                         scan.compressed.append(name)
                     else:
