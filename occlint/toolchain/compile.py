@@ -22,6 +22,7 @@ from occlint.toolchain.flags import (
     archs_for,
     find_compile_commands,
     flags_for,
+    index_entries,
     load_compile_commands,
 )
 from occlint.toolchain.ptxas import parse_errors, parse_usage
@@ -197,8 +198,9 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     toolchain = nvcc.identity
     results: dict[tuple[str, str], tuple[list[Usage], list[CompileError]]] = {}
     todo: list[tuple[str, str, list[str], str, str | None]] = []
+    index = index_entries(entries)
     for unit in units:
-        flags, cwd = flags_for(unit, config, entries)
+        flags, cwd = flags_for(unit, config, index)
         for arch in archs:
             key = cache.key(toolchain, flags, arch, cwd, os.path.abspath(unit)) if cache else None
             hit = cache.get(key) if key else None

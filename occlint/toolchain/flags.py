@@ -71,13 +71,13 @@ def load_compile_commands(path: str | None) -> list[dict]:
     return [e for e in data if isinstance(e, dict)]
 
 
-def entry_for(path: str, entries: list[dict]) -> dict | None:
-    target = os.path.realpath(path)
+def index_entries(entries: list[dict]) -> dict[str, dict]:
+    """Real path of each entry's file -> its entry (the first one wins, as in clangd)."""
+    index: dict[str, dict] = {}
     for entry in entries:
         file = os.path.join(entry.get("directory", "."), str(entry.get("file", "")))
-        if os.path.realpath(file) == target:
-            return entry
-    return None
+        index.setdefault(os.path.realpath(file), entry)
+    return index
 
 
 def _compiler_index(args: list[str]) -> int:
@@ -142,9 +142,9 @@ def config_flags(config: Config) -> list[str]:
     return out
 
 
-def flags_for(path: str, config: Config, entries: list[dict]) -> tuple[list[str], str]:
-    """(flags, working directory) for compiling `path`."""
-    entry = entry_for(path, entries)
+def flags_for(path: str, config: Config, index: dict[str, dict]) -> tuple[list[str], str]:
+    """(flags, working directory) for compiling `path`; `index` from index_entries."""
+    entry = index.get(os.path.realpath(path))
     if entry is not None:
         args = without_compiler(entry_arguments(entry))
         return filter_flags(args, str(entry.get("file"))), str(
