@@ -12,6 +12,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
+# A kernel launched with 100 threads/block: one OCC031 finding at line 7 (the block argument).
+SCALE_100 = """\
+__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+void run(float* x) {
+    scale<<<4096, 100>>>(x, 2.0f, 409600);
+}
+"""
+
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None,
             env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

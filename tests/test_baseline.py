@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import SCALE_100
 
 from occlint import baseline
 from occlint.errors import OcclintError
@@ -94,16 +95,7 @@ def test_missing_or_bad_baseline_is_an_occlint_error(tmp_path):
         baseline.load(str(bad))
 
 
-KERNEL = """\
-__global__ void scale(float* x, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] *= a;
-}
-
-void run(float* x) {
-    scale<<<4096, 100>>>(x, 2.0f, 409600);
-}
-"""
+KERNEL = SCALE_100
 
 
 def test_baseline_cli_round_trip(tmp_path):

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import pytest
+from conftest import SCALE_100
 
 from occlint.diffbase import changed_lines, filter_findings, parse_diff
 from occlint.errors import OcclintError
@@ -83,16 +84,7 @@ def test_parse_diff_hunks_and_deletions():
     assert parse_diff(diff) == {"x.cu": {3, 21, 22, 23}, "späce.cu": {1}}
 
 
-KERNEL = """\
-__global__ void scale(float* x, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] *= a;
-}
-
-void run(float* x) {
-    scale<<<4096, 100>>>(x, 2.0f, 409600);
-}
-"""
+KERNEL = SCALE_100
 
 
 def test_check_diff_base_cli(tmp_path):

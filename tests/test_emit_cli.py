@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from conftest import run_cli
+from conftest import SCALE_100, run_cli
 
-SOURCE = """\
-__global__ void scale(float* x, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] *= a;
-}
-
-void run(float* x) {
-    scale<<<4096, 100>>>(x, 2.0f, 409600);
-}
-"""
+SOURCE = SCALE_100
 
 
 def project(tmp_path):

@@ -7,19 +7,11 @@ import sys
 
 import pytest
 import pytest_lsp
+from conftest import SCALE_100
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-SOURCE = """\
-__global__ void scale(float* x, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] *= a;
-}
-
-void run(float* x) {
-    scale<<<64, 100>>>(x, 2.0f, 6400);
-}
-"""
+SOURCE = SCALE_100.replace("<<<4096, 100>>>(x, 2.0f, 409600)", "<<<64, 100>>>(x, 2.0f, 6400)")
 CONFIG = '[tool.occlint]\narch = ["sm_90"]\nignore = ["OCC033"]\n'
 PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 

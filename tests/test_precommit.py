@@ -14,18 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SCALE_100
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = """\
-__global__ void scale(float* x, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] *= a;
-}
-
-void run(float* x) {
-    scale<<<4096, 100>>>(x, 2.0f, 409600);
-}
-"""
+BAD = SCALE_100
 CLEAN = BAD.replace("<<<4096, 100>>>", "<<<4096, 128>>>").replace("409600", "524288")
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
        "-c", "init.defaultBranch=main"]
