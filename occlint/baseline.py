@@ -8,11 +8,10 @@ known mistake still shows.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from occlint.errors import OcclintError
+from occlint import jsondoc
 from occlint.model import Finding
 
 VERSION = 1
@@ -64,18 +63,9 @@ def write(findings: Iterable[Finding], file: str, *, root: str = ".",
 
 def load(file: str) -> Counter:
     """Baseline entries as a Counter of keys; a missing or malformed file is an OcclintError."""
-    if not os.path.isfile(file):
-        raise OcclintError(f"baseline file not found: {file} (write one with `occlint baseline`)")
-    try:
-        with open(file, encoding="utf-8") as fh:
-            doc = json.load(fh)
-        if doc.get("version") != VERSION:
-            raise ValueError(f"unsupported version {doc.get('version')!r}")
-        return Counter({
-            (e["code"], e["path"], e["kernel"], e["snippet"]): int(e["count"]) for e in doc["findings"]
-        })
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise OcclintError(f"{file} is not an occlint baseline: {exc}") from None
+    return jsondoc.load(file, version=VERSION, kind="baseline", writer="occlint baseline", parse=lambda doc: Counter({
+        (e["code"], e["path"], e["kernel"], e["snippet"]): int(e["count"]) for e in doc["findings"]
+    }))
 
 
 def filter_known(findings: Iterable[Finding], known: Counter, *, root: str = ".",

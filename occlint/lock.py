@@ -9,10 +9,10 @@ and stable, so a compiler upgrade shows up as a small, readable diff.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from occlint import jsondoc
 from occlint.errors import OcclintError
 from occlint.model import Launch, Usage
 
@@ -100,21 +100,15 @@ def write(usages: Iterable[Usage], launches: Iterable[Launch], file: str) -> int
 
 def load(file: str) -> dict[tuple, dict]:
     """Lock entries by key; a missing or malformed lockfile is an OcclintError."""
-    if not os.path.isfile(file):
-        raise OcclintError(f"lockfile not found: {file} (write one with `occlint lock`)")
-    try:
-        with open(file, encoding="utf-8") as fh:
-            doc = json.load(fh)
-        if doc.get("version") != VERSION:
-            raise ValueError(f"unsupported version {doc.get('version')!r}")
+    def parse(doc: dict) -> dict[tuple, dict]:
         entries = {}
         for e in doc["kernels"]:
             for name in ("registers", *RESOURCES):
                 int(e[name])
             entries[entry_key(e)] = e
         return entries
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise OcclintError(f"{file} is not an occlint lockfile: {exc}") from None
+
+    return jsondoc.load(file, version=VERSION, kind="lockfile", writer="occlint lock", parse=parse)
 
 
 @dataclass(frozen=True)
