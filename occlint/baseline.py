@@ -63,7 +63,7 @@ def write(findings: Iterable[Finding], file: str, *, root: str = ".",
 
 def load(file: str) -> Counter:
     """Baseline entries as a Counter of keys; a missing or malformed file is an OcclintError."""
-    return jsondoc.load(file, version=VERSION, kind="baseline", writer="occlint baseline", parse=lambda doc: Counter({
+    return jsondoc.load(file, version=VERSION, kind="baseline", missing=f"baseline file not found: {file} (write one with `occlint baseline`)", parse=lambda doc: Counter({
         (e["code"], e["path"], e["kernel"], e["snippet"]): int(e["count"]) for e in doc["findings"]
     }))
 

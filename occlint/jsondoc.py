@@ -12,10 +12,11 @@ from occlint.errors import OcclintError
 T = TypeVar("T")
 
 
-def load(file: str, *, version: int, kind: str, writer: str, parse: Callable[[dict], T]) -> T:
-    """`parse(document)`; a missing, malformed or other-version file is one OcclintError line."""
+def load(file: str, *, version: int, kind: str, missing: str, parse: Callable[[dict], T]) -> T:
+    """`parse(document)`; a missing, malformed or other-version file is one OcclintError line
+    (`missing` when it does not exist, else naming the `kind` of document expected)."""
     if not os.path.isfile(file):
-        raise OcclintError(f"{kind} not found: {file} (write one with `{writer}`)")
+        raise OcclintError(missing)
     try:
         with open(file, encoding="utf-8") as fh:
             doc = json.load(fh)

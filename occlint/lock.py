@@ -108,7 +108,7 @@ def load(file: str) -> dict[tuple, dict]:
             entries[entry_key(e)] = e
         return entries
 
-    return jsondoc.load(file, version=VERSION, kind="lockfile", writer="occlint lock", parse=parse)
+    return jsondoc.load(file, version=VERSION, kind="lockfile", missing=f"lockfile not found: {file} (write one with `occlint lock`)", parse=parse)
 
 
 @dataclass(frozen=True)
