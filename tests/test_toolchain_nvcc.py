@@ -150,3 +150,17 @@ def test_flags_and_archs_from_compile_commands(tmp_path, nvcc_path):
     assert report.archs == ("sm_86",)
     (u,) = report.usages[str(src)]
     assert (u.arch, u.static_smem) == ("sm_86", 1200)
+
+
+def test_ptxas_error_names_the_kernel_and_has_no_line(tmp_path, nvcc_path):
+    src = tmp_path / "big.cu"
+    src.write_text("namespace ns {\n__global__ void huge(float* p) { __shared__ float s[30000];"
+                   " s[threadIdx.x] = p[0]; __syncthreads(); p[1] = s[29999 - threadIdx.x]; }\n}\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",))
+    report = collect_usage([str(src)], config)
+    (err,) = report.errors
+    assert (err.path, err.line, err.kind, err.kernel) == (str(src), None, "ptxas", "ns::huge")
+    assert "ns::huge(float*)" in err.message and "too much shared data" in err.message
+    # deterministic, so it is cached like a success
+    again = collect_usage([str(src)], config)
+    assert (again.compiled, again.errors) == (0, report.errors)
