@@ -32,13 +32,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that sub-command's module is imported (the launcher runs
+    once per compile, and one command's import error must not break the others)."""
     parser = argparse.ArgumentParser(
         prog="occlint", description="A CUDA occupancy linter."
     )
     parser.add_argument("--version", action="version", version=f"occlint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         mod = importlib.import_module(f"occlint.commands.{module}")
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod.add_arguments(p)
@@ -48,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     if not argv:
         parser.print_help()
         return 2
