@@ -615,6 +615,16 @@ def _cap(kf: KernelFacts, facts: Facts) -> tuple[str, str] | None:
     return None
 
 
+def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
+    """The kernel's `__launch_bounds__` with this instantiation's template arguments bound."""
+    k = kf.kernel
+    if not (k.template_params and u.template_args):
+        return k.launch_bounds
+    values = tuple(_int(v) if _int(v) is not None else v for v in u.template_args)
+    bounds, _ = _specialize(kf.origin, k, values)
+    return bounds
+
+
 def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
     for kf in facts.kernels:
         if not kf.here:
@@ -632,8 +642,10 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                 variant = "message"
                 if cap is not None:
                     values.update(cap=cap[1])
-                    lb = kf.kernel.launch_bounds
-                    if cap[0] == "bounds" and lb.min_blocks and lb.min_blocks > 1 and lb.max_threads:
+                    lb = _instance_bounds(kf, u) if cap[0] == "bounds" else None
+                    if lb is not None and lb.max_threads and lb.min_blocks:
+                        values.update(cap=launch_bounds_text(lb.max_threads, lb.min_blocks))
+                    if lb is not None and lb.min_blocks and lb.min_blocks > 1 and lb.max_threads:
                         site = Site(kf, arch, lb.max_threads, 0, None, u, u.static_smem, lb,
                                     kf.kernel.span, "")
                         # the next step down in blocks/SM that really gives more registers
