@@ -1,24 +1,38 @@
 """One function per rule: facts in, Hits (values, never prose) out.
 
-`build_facts` gathers what every check reads: per kernel its shared arrays, launches and usage,
-and per (kernel, arch) the evaluation sites with their occupancy. The "one finding per cause"
-decisions are made once, here, as flags on each Site (`unlaunchable`, `exceeds_bounds`,
-`needs_opt_in`) and in `verdict()`, so that every check reads the same answer.
+The facts (kernels, launches, evaluation sites with their occupancy, and the "one finding per
+cause" verdicts) are gathered once per file by `occlint.facts.build_facts`.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, SourceFile, Span, Usage
-
-STATIC_SMEM_LIMIT = 48 * 1024        # per block without opt-in (all archs occlint supports)
-MAX_BLOCK_DIMS = (1024, 1024, 64)
-LIMITER_ORDER = ("registers", "shared_memory", "warps", "blocks", "barriers")
+from occlint.facts import (
+    STATIC_SMEM_LIMIT,
+    Facts,
+    KernelFacts,
+    Site,
+    attributes_for,
+    blocks_for,
+    compute,
+    instance_label,
+    launch_arg,
+    launch_args,
+    limiter_words,
+    literal_int,
+    occupancy_module,
+    primary_limiter,
+    registers_for_blocks,
+    serial,
+    span_of,
+    specialize_kernel,
+    static_total,
+    verdict,
+)
+from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, Span, Usage
 
 
 class Pct(float):
@@ -51,60 +65,6 @@ class Hit:
     noqa_lines: tuple[int, ...] = ()    # more lines where `// noqa` silences it (kernel decl)
 
 
-@dataclass
-class KernelFacts:
-    kernel: Kernel
-    here: bool                          # defined in this file (fixes may edit it)
-    shared: list[SharedDecl]
-    launches: list[Launch]
-    usages: dict[str, list[Usage]]      # arch -> usages (one per template instantiation)
-    origin: SourceFile | None = None    # the file that defines it (another file of the run, or this)
-    elsewhere: list[Launch] = field(default_factory=list)   # its launches in other files of the run
-    static_over_limit: SharedDecl | None = None   # OCC021 fires: nothing else about this kernel
-    oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)  # OCC020 (decl, block)
-
-    @property
-    def label(self) -> str:
-        return self.kernel.name
-
-
-@dataclass
-class Site:
-    """One evaluation of a kernel's occupancy: at a launch, or at its `__launch_bounds__`."""
-
-    facts: KernelFacts
-    arch: str
-    block: int
-    dynamic_smem: int
-    launch: Launch | None
-    usage: Usage | None
-    static_smem: int
-    bounds: LaunchBounds | None
-    span: Span
-    label: str                          # kernel name with template args
-    max_dynamic_smem: int | None = None
-    carveout: int | None = None
-    occ: object | None = None           # occupancy.Occupancy
-    unlaunchable: str | None = None     # limiter that gives 0 blocks/SM ("threads", ...)
-    exceeds_bounds: bool = False
-    needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute (OCC022)
-
-
-@dataclass
-class Facts:
-    path: str
-    text: str
-    source: SourceFile
-    config: object
-    archs: tuple[str, ...]
-    kernels: list[KernelFacts]
-    sites: list[Site]
-    compile_errors: tuple = ()
-    gpu_name: str = "H100"
-    sm_count: int = 132
-    global_cap: int | None = None       # -maxrregcount from the configured nvcc flags
-
-
 CHECKS: dict[str, Callable[[Facts], Iterable[Hit]]] = {}
 
 
@@ -113,63 +73,6 @@ def check(code: str):
         CHECKS[code] = fn
         return fn
     return register
-
-
-# --- helpers --------------------------------------------------------------------------------------
-
-
-def _occ():
-    from occlint import occupancy
-    return occupancy
-
-
-def compute(site: Site, regs: int | None = None, smem: int | None = None, block: int | None = None):
-    regs = (site.usage.registers if site.usage else 0) if regs is None else regs
-    barriers = site.usage.barriers if site.usage else 1
-    return _occ().compute(
-        site.arch, block or site.block, regs, site.static_smem if smem is None else smem,
-        site.dynamic_smem, max_dynamic_smem=site.max_dynamic_smem, carveout=site.carveout,
-        barriers=barriers)
-
-
-def primary_limiter(occ, with_registers: bool) -> str:
-    for name in LIMITER_ORDER:
-        if name in occ.limiters and (with_registers or name != "registers"):
-            return name
-    return "warps"
-
-
-def limiter_words(name: str) -> str:
-    return _occ().LIMITER_WORDS.get(name, f"limited by {name}")
-
-
-def blocks_for(occ, target: float) -> int:
-    """Blocks/SM needed to reach `target` occupancy with this block size."""
-    return max(1, math.ceil(target * occ.max_warps / occ.warps_per_block - 1e-9))
-
-
-def registers_for_blocks(site: Site, blocks: int, hi: int | None = None) -> int | None:
-    """The most registers/thread (up to `hi`) that allow `blocks` blocks/SM here; None: none do."""
-    lo, best = 1, None
-    hi = hi or (site.usage.registers if site.usage else 255)
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if compute(site, regs=mid).active_blocks >= blocks:
-            best, lo = mid, mid + 1
-        else:
-            hi = mid - 1
-    return best
-
-
-def span_of(facts: Facts, start: int, end: int) -> Span:
-    from occlint.fix import make_span
-    return make_span(facts.text, start, end)
-
-
-def launch_arg(launch: Launch, index: int) -> Span:
-    if len(launch.arg_spans) > index:
-        return launch.arg_spans[index]
-    return launch.config_span or launch.span
 
 
 def line_start(text: str, offset: int) -> int:
@@ -189,11 +92,6 @@ def callee_text(launch: Launch) -> str:
 
 def is_literal(text: str) -> bool:
     return re.fullmatch(r"\s*\d+[uU]?\s*", text or "") is not None
-
-
-def serial(launch: Launch) -> bool:
-    """`<<<1, 1>>>`: one thread on purpose (setup, a final reduction step); no shape advice."""
-    return launch.grid.total == 1 and launch.block.total == 1
 
 
 def kernel_noqa(k: Kernel) -> tuple[int, ...]:
@@ -220,269 +118,6 @@ def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None
         return (Edit(text, lb.span),)
     at = k.decl_span.start
     return (Edit(text + " ", span_of(facts, at, at)),)
-
-
-# --- building the facts ---------------------------------------------------------------------------
-
-
-def _specialize(sf: SourceFile, kernel: Kernel, values: tuple) -> tuple[LaunchBounds | None, list | None]:
-    """Launch bounds and shared decls with template parameters bound, when the parser can."""
-    if not kernel.template_params or not values:
-        return kernel.launch_bounds, None
-    try:
-        from occlint.source import specialize
-        spec = specialize(sf, kernel, tuple(values))
-    except Exception:
-        return kernel.launch_bounds, None
-    return spec.launch_bounds, list(spec.shared)
-
-
-def _launch_args(launch: Launch) -> tuple:
-    from occlint.source import launch_template_args
-    return launch_template_args(launch)
-
-
-def attributes_for(facts: Facts, k: Kernel) -> list:
-    """cudaFuncSetAttribute calls in this file that name kernel `k`."""
-    def names(text: str) -> bool:
-        plain = re.sub(r"\(\s*(const\s+)?void\s*\*\s*\)|reinterpret_cast<[^>]*>|[&()\s]", "", text)
-        plain = plain.split("<")[0]
-        return plain in (k.name, k.qualname) or plain.endswith("::" + k.name)
-    return [a for a in facts.source.attributes if names(a.kernel) or _find_kernel(facts.source, a) == k]
-
-
-def _find_kernel(sf: SourceFile, launch) -> Kernel | None:
-    from occlint.source import find_kernel
-    return find_kernel(sf, launch)
-
-
-def _match_usages(kernel: Kernel, usages) -> list[Usage]:
-    from occlint.toolchain import match_usage
-    return list(match_usage(kernel, usages))
-
-
-def _norm_arg(text: str) -> str:
-    text = re.sub(r"\s+", "", str(text))
-    return re.sub(r"^(\d+)[uUlL]*$", r"\1", text)
-
-
-def usage_for(kf: KernelFacts, arch: str, launch: Launch | None) -> Usage | None:
-    usages = kf.usages.get(arch, [])
-    if not usages:
-        return None
-    if launch is None or not kf.kernel.template_params:
-        return usages[0] if len(usages) == 1 else None
-    wanted = [_norm_arg(a) for a in launch.template_args]
-    values = [str(v) for v in launch.template_values]
-    for u in usages:
-        got = [_norm_arg(a) for a in u.template_args]
-        if got and (got in (wanted, values)):
-            return u
-    return usages[0] if len(usages) == 1 and not launch.template_args else None
-
-
-def _global_cap(config) -> int | None:
-    flags = list(getattr(config, "nvcc_flags", ()) or ())
-    for i, flag in enumerate(flags):
-        m = re.fullmatch(r"--?maxrregcount(?:=(\d+))?", flag)
-        if m:
-            value = m.group(1) or (flags[i + 1] if i + 1 < len(flags) else "")
-            if str(value).isdigit():
-                return int(value)
-    return None
-
-
-def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: list[Usage]) -> KernelFacts:
-    by_arch: dict[str, list[Usage]] = {}
-    for u in _match_usages(k, usage):
-        by_arch.setdefault(u.arch, []).append(u)
-    return KernelFacts(kernel=k, here=here, shared=[d for d in origin.shared if d.kernel == k.qualname],
-                       launches=[], usages=by_arch, origin=origin)
-
-
-class Project(tuple):
-    """The parsed files of one run, indexed by name (kernel definitions, launch callees)."""
-
-    @functools.cached_property
-    def definitions(self) -> dict[str, list[SourceFile]]:
-        out: dict[str, list[SourceFile]] = {}
-        for sf in self:
-            for k in sf.kernels:
-                if k.is_definition:
-                    out.setdefault(k.name, []).append(sf)
-        return out
-
-    @functools.cached_property
-    def launches(self) -> dict[str, list[tuple[SourceFile, Launch]]]:
-        out: dict[str, list[tuple[SourceFile, Launch]]] = {}
-        for sf in self:
-            for ln in sf.launches:
-                out.setdefault(ln.callee.split("::")[-1], []).append((sf, ln))
-        return out
-
-
-def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
-                compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
-    """What the checks read. `project`: the other parsed files of the run (headers, other
-    sources), for kernels launched here but defined there, and launches there of kernels here."""
-    usage = list(usage)
-    project = project if isinstance(project, Project) else Project(project)
-    kernels: dict[str, KernelFacts] = {}
-    for k in sf.kernels:
-        known = kernels.get(k.qualname)
-        if known is None or (k.is_definition and not known.here):
-            kernels[k.qualname] = _kernel_facts(k, sf, k.is_definition and k.path == sf.path, usage)
-    for launch in sf.launches:
-        k, origin = _find_kernel(sf, launch), sf
-        if k is None or not k.is_definition:
-            for other in project.definitions.get(launch.callee.split("::")[-1], []):
-                found = _find_kernel(other, launch) if other.path != sf.path else None
-                if found is not None and found.is_definition:
-                    k, origin = found, other
-                    break
-        if k is None:
-            name = launch.callee.split("::")[-1]
-            k = Kernel(name=name, qualname=launch.callee, path=sf.path, span=launch.span,
-                       decl_span=launch.span, is_definition=False)
-        kf = kernels.get(k.qualname)
-        if kf is None or (origin is not sf and not kf.here and kf.origin is sf):
-            kf = kernels[k.qualname] = _kernel_facts(k, origin, False, usage)
-        kf.launches.append(launch)
-    for kf in kernels.values():
-        if kf.here:
-            kf.elsewhere = [ln for other, ln in project.launches.get(kf.kernel.name, [])
-                            if other.path != sf.path and _find_kernel(sf, ln) == kf.kernel]
-    facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
-                  kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
-                  global_cap=_global_cap(config))
-    try:
-        from occlint import gpus
-        g = gpus.gpu(config.gpu)
-        facts.gpu_name, facts.sm_count = (g.label or g.name.upper()), g.sm_count
-    except Exception:
-        pass
-    for kf in facts.kernels:
-        _static_limits(kf)
-        for arch in archs:
-            facts.sites.extend(_sites(facts, kf, arch))
-    return facts
-
-
-def _static_total(kf: KernelFacts, shared: list[SharedDecl] | None = None) -> int:
-    return sum(d.size_bytes or 0 for d in (shared if shared is not None else kf.shared) if not d.extern)
-
-
-def _static_limits(kf: KernelFacts) -> None:
-    """OCC021 (over 48 KB) and OCC020 (thread-indexed array larger than any block)."""
-    static = [d for d in kf.shared if not d.extern and d.size_bytes]
-    ptxas = max((u.static_smem for us in kf.usages.values() for u in us), default=0)
-    total = max(_static_total(kf), ptxas)
-    if static and total > STATIC_SMEM_LIMIT:
-        kf.static_over_limit = max(static, key=lambda d: d.size_bytes)
-        return
-    blocks = [ln.block.total for ln in (*kf.launches, *kf.elsewhere) if not ln.runtime_block]
-    if blocks and all(b is not None for b in blocks):
-        largest = max(blocks)
-    elif not blocks and kf.kernel.launch_bounds and kf.kernel.launch_bounds.max_threads:
-        largest = kf.kernel.launch_bounds.max_threads
-    else:
-        return
-    for d in static:
-        if len(d.dims) != 1 or d.dims[0] is None or not d.indices or d.other_uses:
-            continue
-        thread_only = all(i.thread_derived or (i.constant is not None and 0 <= i.constant < largest)
-                          for i in d.indices)
-        if thread_only and any(i.thread_derived for i in d.indices) and d.dims[0] > largest:
-            kf.oversized.append((d, largest))
-
-
-def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
-    if kf.static_over_limit is not None:
-        return
-    k = kf.kernel
-    attrs = attributes_for(facts, k)
-    opt_in = max((a.value for a in attrs if a.attribute == "MaxDynamicSharedMemorySize"
-                  and isinstance(a.value, int)), default=None)
-    carveout = next((a.value for a in attrs if a.attribute == "PreferredSharedMemoryCarveout"
-                     and isinstance(a.value, int) and 0 <= a.value <= 100), None)
-    evaluated = False
-    for launch in kf.launches:
-        block = launch.block.total
-        if block is None or launch.runtime_block:
-            continue
-        evaluated = True
-        if launch.dynamic_smem is None:
-            continue
-        bounds, shared = _specialize(kf.origin, k, _launch_args(launch))
-        u = usage_for(kf, arch, launch)
-        # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
-        max_dyn = opt_in if opt_in is not None and opt_in >= launch.dynamic_smem else None
-        unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
-                             for a in attrs)
-        static = u.static_smem if u else _static_total(kf, shared)
-        site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
-                    launch_arg(launch, 1), _label(k, launch.template_args),
-                    max_dynamic_smem=max_dyn, carveout=carveout)
-        site.needs_opt_in = (launch.dynamic_smem > 0 and static + launch.dynamic_smem > STATIC_SMEM_LIMIT
-                             and max_dyn is None and not unknown_opt_in)
-        yield _evaluate(site)
-    if evaluated or any(ln.block.total is not None for ln in kf.elsewhere):
-        return      # evaluated at its launches (those elsewhere: in their own files)
-    bounds = k.launch_bounds
-    instances = kf.usages.get(arch, []) or [None]
-    for u in instances:
-        values = tuple(u.template_args) if u and k.template_params else ()
-        b, shared = _specialize(kf.origin, k, tuple(_int(v) if _int(v) is not None else v for v in values)) if values else (bounds, None)
-        if b is None or not b.max_threads:
-            continue
-        static = u.static_smem if u else _static_total(kf, shared)
-        site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
-                    _label(k, values), max_dynamic_smem=opt_in, carveout=carveout)
-        yield _evaluate(site)
-
-
-def _int(text: str) -> int | None:
-    m = re.fullmatch(r"\s*(-?\d+)[uUlL]*\s*", str(text))
-    return int(m.group(1)) if m else ({"true": 1, "false": 0}.get(str(text).strip()))
-
-
-def _label(k: Kernel, args) -> str:
-    return f"{k.name}<{', '.join(str(a) for a in args)}>" if args else k.name
-
-
-def _evaluate(site: Site) -> Site:
-    dims = site.launch.block if site.launch else None
-    if site.block > MAX_BLOCK_DIMS[0] or (dims is not None and any(
-            d is not None and d > lim for d, lim in zip((dims.x, dims.y, dims.z), MAX_BLOCK_DIMS, strict=False))):
-        site.unlaunchable = "threads"
-    bounds = site.bounds
-    if site.launch is not None and bounds and bounds.max_threads and site.block > bounds.max_threads:
-        site.exceeds_bounds = True
-        return site
-    if site.unlaunchable:
-        return site
-    site.occ = occ = compute(site)
-    if occ.active_blocks == 0:
-        site.unlaunchable = primary_limiter(occ, site.usage is not None)
-        return site
-    return site
-
-
-def verdict(site: Site, min_occupancy: float) -> str | None:
-    """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code)."""
-    occ = site.occ
-    if occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in \
-            or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
-        return None     # a launch that fails has one finding: why it fails
-    limiter = primary_limiter(occ, site.usage is not None)
-    if limiter == "registers":
-        return "registers"
-    if limiter == "shared_memory":
-        static_decls = [d for d in site.facts.shared if not d.extern and d.size_bytes]
-        if site.dynamic_smem == 0 and static_decls and (site.launch is None or site.facts.oversized):
-            return "static_shared"
-        return "shared_memory"
-    return "block_size"
 
 
 # --- the rules ------------------------------------------------------------------------------------
@@ -551,7 +186,7 @@ def _smem_total_for(site: Site, blocks: int) -> int | None:
     regs = site.usage.registers if site.usage else 0
     while lo <= hi:
         mid = (lo + hi) // 2
-        occ = _occ().compute(site.arch, site.block, regs, mid, 0, carveout=site.carveout)
+        occ = occupancy_module().compute(site.arch, site.block, regs, mid, 0, carveout=site.carveout)
         if occ.active_blocks >= blocks:
             best, lo = mid, mid + 1
         else:
@@ -620,8 +255,8 @@ def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
     k = kf.kernel
     if not (k.template_params and u.template_args):
         return k.launch_bounds
-    values = tuple(_int(v) if _int(v) is not None else v for v in u.template_args)
-    bounds, _ = _specialize(kf.origin, k, values)
+    values = tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
+    bounds, _ = specialize_kernel(kf.origin, k, values)
     return bounds
 
 
@@ -636,7 +271,7 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
             for u in kf.usages.get(arch, []):
                 if not (u.spill_stores or u.spill_loads):
                     continue
-                values = {"kernel": _label(kf.kernel, u.template_args), "arch": arch,
+                values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                           "regs": u.registers, "stores": u.spill_stores, "loads": u.spill_loads,
                           "stack": u.stack_frame}
                 variant = "message"
@@ -730,7 +365,7 @@ def static_shared_over_limit(facts: Facts) -> Iterator[Hit]:
         if kf.static_over_limit is None or not kf.here:
             continue
         ptxas = max((u.static_smem for us in kf.usages.values() for u in us), default=0)
-        total = max(_static_total(kf), ptxas)
+        total = max(static_total(kf), ptxas)
         decl = kf.static_over_limit
         yield Hit("OCC021", decl.span, {"kernel": kf.label, "array": decl.name, "bytes": total,
                                         "limit": STATIC_SMEM_LIMIT}, "message", None,
@@ -786,7 +421,7 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
             worst = min(facts.archs, key=lambda a: gpus.arch(a).max_threads_per_sm)
             limits = gpus.arch(worst)
             cap = Pct(limits.max_threads_per_sm // 1024 * 1024 / limits.max_threads_per_sm)
-            values = {"kernel": _label(kf.kernel, launch.template_args), "arch": worst, "cap": cap,
+            values = {"kernel": instance_label(kf.kernel, launch.template_args), "arch": worst, "cap": cap,
                       "max_regs": limits.regs_per_block // 1024}
             yield Hit("OCC030", launch_arg(launch, 1), values,
                       "capped" if cap < 1 else "message", None, kf.kernel.qualname, None, ())
@@ -800,7 +435,7 @@ def block_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
             if total is None or total % 32 == 0 or launch.runtime_block or total > 1024 or serial(launch):
                 continue
             up = (total + 31) // 32 * 32
-            values = {"kernel": _label(kf.kernel, launch.template_args), "block": total,
+            values = {"kernel": instance_label(kf.kernel, launch.template_args), "block": total,
                       "rounded": up, "warps": up // 32, "idle": up - total}
             fix = None
             arg = launch_arg(launch, 1)
@@ -831,10 +466,10 @@ def launch_exceeds_bounds(facts: Facts) -> Iterator[Hit]:
         for launch in kf.launches:
             if launch.span.start in seen or launch.block.total is None or launch.dynamic_smem is not None:
                 continue
-            bound = _specialize(kf.origin, kf.kernel, _launch_args(launch))[0] or lb
+            bound = specialize_kernel(kf.origin, kf.kernel, launch_args(launch))[0] or lb
             if bound and bound.max_threads and launch.block.total > bound.max_threads:
                 seen.add(launch.span.start)
-                values = {"kernel": _label(kf.kernel, launch.template_args), "block": launch.block.total,
+                values = {"kernel": instance_label(kf.kernel, launch.template_args), "block": launch.block.total,
                           "bound": bound.max_threads}
                 yield Hit("OCC032", launch_arg(launch, 1), values, "message", None,
                           kf.kernel.qualname, None, ())
@@ -850,7 +485,7 @@ def small_grid(facts: Facts) -> Iterator[Hit]:
                 continue
             sites = [s for s in by_launch.get(launch.span.start, []) if s.occ and s.occ.active_blocks]
             per_sm = sites[0].occ.active_blocks if sites else 1
-            values = {"kernel": _label(kf.kernel, launch.template_args), "grid": grid,
+            values = {"kernel": instance_label(kf.kernel, launch.template_args), "grid": grid,
                       "sms": facts.sm_count, "gpu": facts.gpu_name, "idle": facts.sm_count - grid,
                       "blocks_per_sm": per_sm, "suggested": per_sm * facts.sm_count}
             yield Hit("OCC033", launch_arg(launch, 0), values, "message", None,
@@ -909,7 +544,7 @@ def resource_regression(facts: Facts) -> Iterator[Hit]:
         for arch in facts.archs:
             for u in kf.usages.get(arch, []):
                 for r in lock.compare(locked, [lock.entry(u, kf.launches)]):
-                    values = {"kernel": _label(kf.kernel, u.template_args), "arch": arch,
+                    values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                               "old": r.old, "new": r.new, "what": lock.RESOURCES.get(r.resource, ""),
                               "block": r.block or 0, "old_occ": Pct(r.old_occupancy or 0),
                               "new_occ": Pct(r.new_occupancy or 0)}

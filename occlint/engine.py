@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from occlint import checks, registry
 from occlint.config import Config, target_archs
 from occlint.errors import OcclintError
+from occlint.facts import Project, build_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
 
 _FILE_NOQA = re.compile(r"//\s*occlint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?", re.I)
@@ -113,7 +114,7 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
         from occlint.source import parse
         source = parse(text, path)
     archs = config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
-    facts = checks.build_facts(source, usage, config, archs, compile_errors, project)
+    facts = build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
     for code, fn in checks.CHECKS.items():
         if registry.is_enabled(code, config, path):
@@ -190,7 +191,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     all_usage = [u for us in usage.values() for u in us]
     from occlint.source import parse
     parsed = {path: parse(texts[path], path) for path in cuda}
-    project = checks.Project(parsed.values())
+    project = Project(parsed.values())
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:

@@ -190,8 +190,9 @@ def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAc
 
 def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> str | None:
     """Per-arch registers, occupancy and limiter of the kernel named at `offset`, or None."""
-    from occlint import checks, occupancy
+    from occlint import occupancy
     from occlint.config import target_archs
+    from occlint.facts import build_facts, primary_limiter
     from occlint.source import parse
 
     sf = parse(text, path)
@@ -207,7 +208,7 @@ def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> 
     if name is None:
         return None
     archs = config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
-    facts = checks.build_facts(sf, usage, config, archs)
+    facts = build_facts(sf, usage, config, archs)
     kf = next((kf for kf in facts.kernels if kf.kernel.qualname == name), None)
     if kf is None:
         return None
@@ -230,7 +231,7 @@ def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> 
             if s.occ is None:
                 out.append(f"| {s.arch} | {s.block} ({where}) | - | {s.unlaunchable or 'exceeds __launch_bounds__'} |")
                 continue
-            limiter = checks.primary_limiter(s.occ, s.usage is not None)
+            limiter = primary_limiter(s.occ, s.usage is not None)
             words = (occupancy.LIMITER_WORDS.get(limiter, limiter) if s.occ.occupancy < 1
                      else "none: full occupancy")
             figure = "" if s.usage is not None else " (no register figures)"

@@ -147,7 +147,8 @@ def format_record(r: dict) -> str:
 def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
     """Kernel records gain `usage` (arch -> figures) and `instantiations`; launch records gain
     `occupancy` (arch -> occupancy, blocks/SM, limiter) at their evaluated configuration."""
-    from occlint import checks, occupancy
+    from occlint import occupancy
+    from occlint.facts import build_facts, primary_limiter
     from occlint.toolchain import match_usage, usage_by_arch
 
     kernels = {(r["line"], r["column"]): r for r in recs if r["kind"] == "kernel"}
@@ -163,13 +164,13 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
              "static_smem": u.static_smem, "barriers": u.barriers, "mangled": u.mangled}
             for u in mine]
     launches = {(r["line"], r["column"]): r for r in recs if r["kind"] == "launch"}
-    facts = checks.build_facts(sf, usages, config, archs)
+    facts = build_facts(sf, usages, config, archs)
     for site in facts.sites:
         rec = launches.get((site.launch.span.line, site.launch.span.column)) if site.launch else None
         if rec is None or site.occ is None:
             continue
         occ = site.occ
-        limiter = checks.primary_limiter(occ, site.usage is not None)
+        limiter = primary_limiter(occ, site.usage is not None)
         rec.setdefault("occupancy", {})[site.arch] = {
             "occupancy": round(occ.occupancy, 4), "active_blocks": occ.active_blocks,
             "active_warps": occ.active_warps, "limiter": limiter,

@@ -1,0 +1,400 @@
+"""What every check reads, gathered once per file.
+
+`build_facts` collects per kernel its shared arrays, launches and usage, and per (kernel, arch)
+the evaluation sites with their occupancy. The "one finding per cause" decisions are made once,
+here, as flags on each Site (`unlaunchable`, `exceeds_bounds`, `needs_opt_in`) and in
+`verdict()`, so that every check reads the same answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile, Span, Usage
+
+STATIC_SMEM_LIMIT = 48 * 1024        # per block without opt-in (all archs occlint supports)
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+LIMITER_ORDER = ("registers", "shared_memory", "warps", "blocks", "barriers")
+
+
+@dataclass
+class KernelFacts:
+    kernel: Kernel
+    here: bool                          # defined in this file (fixes may edit it)
+    shared: list[SharedDecl]
+    launches: list[Launch]
+    usages: dict[str, list[Usage]]      # arch -> usages (one per template instantiation)
+    origin: SourceFile | None = None    # the file that defines it (another file of the run, or this)
+    elsewhere: list[Launch] = field(default_factory=list)   # its launches in other files of the run
+    static_over_limit: SharedDecl | None = None   # OCC021 fires: nothing else about this kernel
+    oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)  # OCC020 (decl, block)
+
+    @property
+    def label(self) -> str:
+        return self.kernel.name
+
+
+@dataclass
+class Site:
+    """One evaluation of a kernel's occupancy: at a launch, or at its `__launch_bounds__`."""
+
+    facts: KernelFacts
+    arch: str
+    block: int
+    dynamic_smem: int
+    launch: Launch | None
+    usage: Usage | None
+    static_smem: int
+    bounds: LaunchBounds | None
+    span: Span
+    label: str                          # kernel name with template args
+    max_dynamic_smem: int | None = None
+    carveout: int | None = None
+    occ: object | None = None           # occupancy.Occupancy
+    unlaunchable: str | None = None     # limiter that gives 0 blocks/SM ("threads", ...)
+    exceeds_bounds: bool = False
+    needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute (OCC022)
+
+
+@dataclass
+class Facts:
+    path: str
+    text: str
+    source: SourceFile
+    config: object
+    archs: tuple[str, ...]
+    kernels: list[KernelFacts]
+    sites: list[Site]
+    compile_errors: tuple = ()
+    gpu_name: str = "H100"
+    sm_count: int = 132
+    global_cap: int | None = None       # -maxrregcount from the configured nvcc flags
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def occupancy_module():
+    from occlint import occupancy
+    return occupancy
+
+
+def compute(site: Site, regs: int | None = None, smem: int | None = None, block: int | None = None):
+    regs = (site.usage.registers if site.usage else 0) if regs is None else regs
+    barriers = site.usage.barriers if site.usage else 1
+    return occupancy_module().compute(
+        site.arch, block or site.block, regs, site.static_smem if smem is None else smem,
+        site.dynamic_smem, max_dynamic_smem=site.max_dynamic_smem, carveout=site.carveout,
+        barriers=barriers)
+
+
+def primary_limiter(occ, with_registers: bool) -> str:
+    for name in LIMITER_ORDER:
+        if name in occ.limiters and (with_registers or name != "registers"):
+            return name
+    return "warps"
+
+
+def limiter_words(name: str) -> str:
+    return occupancy_module().LIMITER_WORDS.get(name, f"limited by {name}")
+
+
+def blocks_for(occ, target: float) -> int:
+    """Blocks/SM needed to reach `target` occupancy with this block size."""
+    return max(1, math.ceil(target * occ.max_warps / occ.warps_per_block - 1e-9))
+
+
+def registers_for_blocks(site: Site, blocks: int, hi: int | None = None) -> int | None:
+    """The most registers/thread (up to `hi`) that allow `blocks` blocks/SM here; None: none do."""
+    lo, best = 1, None
+    hi = hi or (site.usage.registers if site.usage else 255)
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if compute(site, regs=mid).active_blocks >= blocks:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def span_of(facts: Facts, start: int, end: int) -> Span:
+    from occlint.fix import make_span
+    return make_span(facts.text, start, end)
+
+
+def launch_arg(launch: Launch, index: int) -> Span:
+    if len(launch.arg_spans) > index:
+        return launch.arg_spans[index]
+    return launch.config_span or launch.span
+
+
+def serial(launch: Launch) -> bool:
+    """`<<<1, 1>>>`: one thread on purpose (setup, a final reduction step); no shape advice."""
+    return launch.grid.total == 1 and launch.block.total == 1
+
+
+# --- building the facts ---------------------------------------------------------------------------
+
+
+def specialize_kernel(sf: SourceFile, kernel: Kernel, values: tuple) -> tuple[LaunchBounds | None, list | None]:
+    """Launch bounds and shared decls with template parameters bound, when the parser can."""
+    if not kernel.template_params or not values:
+        return kernel.launch_bounds, None
+    try:
+        from occlint.source import specialize
+        spec = specialize(sf, kernel, tuple(values))
+    except Exception:
+        return kernel.launch_bounds, None
+    return spec.launch_bounds, list(spec.shared)
+
+
+def launch_args(launch: Launch) -> tuple:
+    from occlint.source import launch_template_args
+    return launch_template_args(launch)
+
+
+def attributes_for(facts: Facts, k: Kernel) -> list:
+    """cudaFuncSetAttribute calls in this file that name kernel `k`."""
+    def names(text: str) -> bool:
+        plain = re.sub(r"\(\s*(const\s+)?void\s*\*\s*\)|reinterpret_cast<[^>]*>|[&()\s]", "", text)
+        plain = plain.split("<")[0]
+        return plain in (k.name, k.qualname) or plain.endswith("::" + k.name)
+    return [a for a in facts.source.attributes if names(a.kernel) or _find_kernel(facts.source, a) == k]
+
+
+def _find_kernel(sf: SourceFile, launch) -> Kernel | None:
+    from occlint.source import find_kernel
+    return find_kernel(sf, launch)
+
+
+def _match_usages(kernel: Kernel, usages) -> list[Usage]:
+    from occlint.toolchain import match_usage
+    return list(match_usage(kernel, usages))
+
+
+def _norm_arg(text: str) -> str:
+    text = re.sub(r"\s+", "", str(text))
+    return re.sub(r"^(\d+)[uUlL]*$", r"\1", text)
+
+
+def usage_for(kf: KernelFacts, arch: str, launch: Launch | None) -> Usage | None:
+    usages = kf.usages.get(arch, [])
+    if not usages:
+        return None
+    if launch is None or not kf.kernel.template_params:
+        return usages[0] if len(usages) == 1 else None
+    wanted = [_norm_arg(a) for a in launch.template_args]
+    values = [str(v) for v in launch.template_values]
+    for u in usages:
+        got = [_norm_arg(a) for a in u.template_args]
+        if got and (got in (wanted, values)):
+            return u
+    return usages[0] if len(usages) == 1 and not launch.template_args else None
+
+
+def _global_cap(config) -> int | None:
+    flags = list(getattr(config, "nvcc_flags", ()) or ())
+    for i, flag in enumerate(flags):
+        m = re.fullmatch(r"--?maxrregcount(?:=(\d+))?", flag)
+        if m:
+            value = m.group(1) or (flags[i + 1] if i + 1 < len(flags) else "")
+            if str(value).isdigit():
+                return int(value)
+    return None
+
+
+def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: list[Usage]) -> KernelFacts:
+    by_arch: dict[str, list[Usage]] = {}
+    for u in _match_usages(k, usage):
+        by_arch.setdefault(u.arch, []).append(u)
+    return KernelFacts(kernel=k, here=here, shared=[d for d in origin.shared if d.kernel == k.qualname],
+                       launches=[], usages=by_arch, origin=origin)
+
+
+class Project(tuple):
+    """The parsed files of one run, indexed by name (kernel definitions, launch callees)."""
+
+    @functools.cached_property
+    def definitions(self) -> dict[str, list[SourceFile]]:
+        out: dict[str, list[SourceFile]] = {}
+        for sf in self:
+            for k in sf.kernels:
+                if k.is_definition:
+                    out.setdefault(k.name, []).append(sf)
+        return out
+
+    @functools.cached_property
+    def launches(self) -> dict[str, list[tuple[SourceFile, Launch]]]:
+        out: dict[str, list[tuple[SourceFile, Launch]]] = {}
+        for sf in self:
+            for ln in sf.launches:
+                out.setdefault(ln.callee.split("::")[-1], []).append((sf, ln))
+        return out
+
+
+def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
+                compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
+    """What the checks read. `project`: the other parsed files of the run (headers, other
+    sources), for kernels launched here but defined there, and launches there of kernels here."""
+    usage = list(usage)
+    project = project if isinstance(project, Project) else Project(project)
+    kernels: dict[str, KernelFacts] = {}
+    for k in sf.kernels:
+        known = kernels.get(k.qualname)
+        if known is None or (k.is_definition and not known.here):
+            kernels[k.qualname] = _kernel_facts(k, sf, k.is_definition and k.path == sf.path, usage)
+    for launch in sf.launches:
+        k, origin = _find_kernel(sf, launch), sf
+        if k is None or not k.is_definition:
+            for other in project.definitions.get(launch.callee.split("::")[-1], []):
+                found = _find_kernel(other, launch) if other.path != sf.path else None
+                if found is not None and found.is_definition:
+                    k, origin = found, other
+                    break
+        if k is None:
+            name = launch.callee.split("::")[-1]
+            k = Kernel(name=name, qualname=launch.callee, path=sf.path, span=launch.span,
+                       decl_span=launch.span, is_definition=False)
+        kf = kernels.get(k.qualname)
+        if kf is None or (origin is not sf and not kf.here and kf.origin is sf):
+            kf = kernels[k.qualname] = _kernel_facts(k, origin, False, usage)
+        kf.launches.append(launch)
+    for kf in kernels.values():
+        if kf.here:
+            kf.elsewhere = [ln for other, ln in project.launches.get(kf.kernel.name, [])
+                            if other.path != sf.path and _find_kernel(sf, ln) == kf.kernel]
+    facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
+                  kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
+                  global_cap=_global_cap(config))
+    try:
+        from occlint import gpus
+        g = gpus.gpu(config.gpu)
+        facts.gpu_name, facts.sm_count = (g.label or g.name.upper()), g.sm_count
+    except Exception:
+        pass
+    for kf in facts.kernels:
+        _static_limits(kf)
+        for arch in archs:
+            facts.sites.extend(_sites(facts, kf, arch))
+    return facts
+
+
+def static_total(kf: KernelFacts, shared: list[SharedDecl] | None = None) -> int:
+    return sum(d.size_bytes or 0 for d in (shared if shared is not None else kf.shared) if not d.extern)
+
+
+def _static_limits(kf: KernelFacts) -> None:
+    """OCC021 (over 48 KB) and OCC020 (thread-indexed array larger than any block)."""
+    static = [d for d in kf.shared if not d.extern and d.size_bytes]
+    ptxas = max((u.static_smem for us in kf.usages.values() for u in us), default=0)
+    total = max(static_total(kf), ptxas)
+    if static and total > STATIC_SMEM_LIMIT:
+        kf.static_over_limit = max(static, key=lambda d: d.size_bytes)
+        return
+    blocks = [ln.block.total for ln in (*kf.launches, *kf.elsewhere) if not ln.runtime_block]
+    if blocks and all(b is not None for b in blocks):
+        largest = max(blocks)
+    elif not blocks and kf.kernel.launch_bounds and kf.kernel.launch_bounds.max_threads:
+        largest = kf.kernel.launch_bounds.max_threads
+    else:
+        return
+    for d in static:
+        if len(d.dims) != 1 or d.dims[0] is None or not d.indices or d.other_uses:
+            continue
+        thread_only = all(i.thread_derived or (i.constant is not None and 0 <= i.constant < largest)
+                          for i in d.indices)
+        if thread_only and any(i.thread_derived for i in d.indices) and d.dims[0] > largest:
+            kf.oversized.append((d, largest))
+
+
+def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
+    if kf.static_over_limit is not None:
+        return
+    k = kf.kernel
+    attrs = attributes_for(facts, k)
+    opt_in = max((a.value for a in attrs if a.attribute == "MaxDynamicSharedMemorySize"
+                  and isinstance(a.value, int)), default=None)
+    carveout = next((a.value for a in attrs if a.attribute == "PreferredSharedMemoryCarveout"
+                     and isinstance(a.value, int) and 0 <= a.value <= 100), None)
+    evaluated = False
+    for launch in kf.launches:
+        block = launch.block.total
+        if block is None or launch.runtime_block:
+            continue
+        evaluated = True
+        if launch.dynamic_smem is None:
+            continue
+        bounds, shared = specialize_kernel(kf.origin, k, launch_args(launch))
+        u = usage_for(kf, arch, launch)
+        # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
+        max_dyn = opt_in if opt_in is not None and opt_in >= launch.dynamic_smem else None
+        unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
+                             for a in attrs)
+        static = u.static_smem if u else static_total(kf, shared)
+        site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
+                    launch_arg(launch, 1), instance_label(k, launch.template_args),
+                    max_dynamic_smem=max_dyn, carveout=carveout)
+        site.needs_opt_in = (launch.dynamic_smem > 0 and static + launch.dynamic_smem > STATIC_SMEM_LIMIT
+                             and max_dyn is None and not unknown_opt_in)
+        yield _evaluate(site)
+    if evaluated or any(ln.block.total is not None for ln in kf.elsewhere):
+        return      # evaluated at its launches (those elsewhere: in their own files)
+    bounds = k.launch_bounds
+    instances = kf.usages.get(arch, []) or [None]
+    for u in instances:
+        values = tuple(u.template_args) if u and k.template_params else ()
+        b, shared = specialize_kernel(kf.origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
+        if b is None or not b.max_threads:
+            continue
+        static = u.static_smem if u else static_total(kf, shared)
+        site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
+                    instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout)
+        yield _evaluate(site)
+
+
+def literal_int(text: str) -> int | None:
+    m = re.fullmatch(r"\s*(-?\d+)[uUlL]*\s*", str(text))
+    return int(m.group(1)) if m else ({"true": 1, "false": 0}.get(str(text).strip()))
+
+
+def instance_label(k: Kernel, args) -> str:
+    return f"{k.name}<{', '.join(str(a) for a in args)}>" if args else k.name
+
+
+def _evaluate(site: Site) -> Site:
+    dims = site.launch.block if site.launch else None
+    if site.block > MAX_BLOCK_DIMS[0] or (dims is not None and any(
+            d is not None and d > lim for d, lim in zip((dims.x, dims.y, dims.z), MAX_BLOCK_DIMS, strict=False))):
+        site.unlaunchable = "threads"
+    bounds = site.bounds
+    if site.launch is not None and bounds and bounds.max_threads and site.block > bounds.max_threads:
+        site.exceeds_bounds = True
+        return site
+    if site.unlaunchable:
+        return site
+    site.occ = occ = compute(site)
+    if occ.active_blocks == 0:
+        site.unlaunchable = primary_limiter(occ, site.usage is not None)
+        return site
+    return site
+
+
+def verdict(site: Site, min_occupancy: float) -> str | None:
+    """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code)."""
+    occ = site.occ
+    if occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in \
+            or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
+        return None     # a launch that fails has one finding: why it fails
+    limiter = primary_limiter(occ, site.usage is not None)
+    if limiter == "registers":
+        return "registers"
+    if limiter == "shared_memory":
+        static_decls = [d for d in site.facts.shared if not d.extern and d.size_bytes]
+        if site.dynamic_smem == 0 and static_decls and (site.launch is None or site.facts.oversized):
+            return "static_shared"
+        return "shared_memory"
+    return "block_size"
