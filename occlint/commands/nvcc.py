@@ -5,13 +5,13 @@ one warning on stderr; it never changes the compiler's exit code."""
 
 from __future__ import annotations
 
-import argparse
 import os
-import subprocess
 import sys
 
 
 def add_arguments(parser):
+    import argparse
+
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="the real compiler command, after `--`")
 
@@ -81,15 +81,19 @@ def record(cmd: list[str]) -> str | None:
 
 
 def run(args) -> int:
-    from occlint.errors import OcclintError
+    return launch(list(args.command))
 
-    cmd = list(args.command)
+
+def launch(cmd: list[str]) -> int:
+    """Run the compiler command, then record usage. cli.main calls this directly (no argparse)
+    to keep the per-compile cost low."""
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
-        raise OcclintError("usage: occlint nvcc -- <nvcc command...>")
+        print("occlint: error: usage: occlint nvcc -- <nvcc command...>", file=sys.stderr)
+        return 2
     try:
-        code = subprocess.call(cmd)
+        code = _call(cmd)
     except OSError as exc:
         print(f"occlint: error: cannot run {cmd[0]}: {exc}", file=sys.stderr)
         return 127
@@ -103,3 +107,14 @@ def run(args) -> int:
         print(f"occlint: warning: kernel usage not recorded: {type(exc).__name__}: {exc}",
               file=sys.stderr)
     return code
+
+
+def _call(cmd: list[str]) -> int:
+    """The exit status (negative for a signal), with stdio inherited; posix_spawn where it
+    exists, which spares the launcher subprocess's import on every compile."""
+    if not hasattr(os, "posix_spawnp"):
+        import subprocess
+        return subprocess.call(cmd)
+    pid = os.posix_spawnp(cmd[0], cmd, os.environ)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)

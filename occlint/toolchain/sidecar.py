@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 # Kept light (no occlint.model at import): `occlint nvcc` runs once per compile.
 
@@ -29,7 +28,8 @@ def write_sidecar(obj: str, sources: list[str], records: list[dict], lacks: tupl
         "kernels": records,
     }
     path = sidecar_path(obj)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".occlint-")
+    tmp = f"{path}.{os.getpid()}.tmp"     # unique per process; no tempfile import per compile
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=1)
