@@ -6,8 +6,6 @@ Each sub-command is a module `occlint.commands.<name>` with `add_arguments(parse
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
 
@@ -32,9 +30,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None):
     """The parser; with `only`, just that sub-command's module is imported (the launcher runs
     once per compile, and one command's import error must not break the others)."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="occlint", description="A CUDA occupancy linter."
     )
