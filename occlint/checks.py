@@ -169,7 +169,10 @@ def shared_limited(facts: Facts) -> Iterator[Hit]:
         values = _occ_values(site, facts)
         need = blocks_for(site.occ, facts.config.min_occupancy)
         total_now = site.static_smem + site.dynamic_smem
-        fit = _smem_total_for(site, need)
+        # the largest static + dynamic bytes/block that fit `need` blocks (all of it as dynamic)
+        fit = occupancy_module().available_dynamic_smem(
+            site.arch, site.block, need, site.usage.registers if site.usage else 0,
+            carveout=site.carveout)
         if fit is None:
             yield _site_hit("OCC002", site, values, "no_step")
             continue
@@ -177,21 +180,6 @@ def shared_limited(facts: Facts) -> Iterator[Hit]:
                       target_occupancy=Pct(min(1.0, need * site.occ.warps_per_block / site.occ.max_warps)),
                       shed_smem=total_now - fit)
         yield _site_hit("OCC002", site, values)
-
-
-def _smem_total_for(site: Site, blocks: int) -> int | None:
-    """Largest static+dynamic bytes/block with `blocks` blocks/SM (moving the dynamic part)."""
-    total = site.static_smem + site.dynamic_smem
-    lo, hi, best = 0, total, None
-    regs = site.usage.registers if site.usage else 0
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        occ = occupancy_module().compute(site.arch, site.block, regs, mid, 0, carveout=site.carveout)
-        if occ.active_blocks >= blocks:
-            best, lo = mid, mid + 1
-        else:
-            hi = mid - 1
-    return best
 
 
 @check("OCC003")
