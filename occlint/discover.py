@@ -14,7 +14,7 @@ from pathlib import Path
 from occlint.buildfiles import is_build_file
 from occlint.errors import OcclintError
 
-CUDA_SUFFIXES = (".cu", ".cuh")
+CUDA_SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc")
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
              ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              "CMakeFiles", "_deps"}      # CMake's generated files and fetched dependencies

@@ -11,8 +11,6 @@ import json
 import os
 import sys
 
-SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc")
-
 
 def add_arguments(parser):
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -26,18 +24,15 @@ def add_arguments(parser):
     parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
 
 
-def discover(paths: list[str]) -> tuple[list[str], list[str]]:
-    """(files, error lines): directories are searched, hidden directories skipped."""
+def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
+    """(CUDA files, error lines) by `occlint check`'s discovery (suffixes, .gitignore, `exclude`),
+    path by path: a missing path is one error line and the others are still listed."""
+    from occlint.discover import discover as find_files
+
     files, errors = [], []
     for p in paths:
-        if os.path.isdir(p):
-            found = []
-            for root, dirs, names in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [os.path.join(root, n) for n in names if n.endswith(SUFFIXES)]
-            files += sorted(found)
-        elif os.path.isfile(p):
-            files.append(p)
+        if os.path.exists(p):
+            files += find_files([p], config)[0]
         else:
             errors.append(f"no such file or directory: {p}")
     return files, errors
@@ -179,30 +174,36 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
             "static_smem": site.static_smem}
 
 
-def _compile(files: list[str], args):
-    """(usages per file, config, archs) from nvcc, or None with --no-compile or without nvcc."""
-    from occlint.config import load_config, target_archs
-    from occlint.toolchain import collect_usage, print_notice
+def _config(args):
+    from occlint.config import load_config
 
     overrides = {}
     if args.arch:
         overrides["arch"] = [a.strip() for group in args.arch for a in group.split(",") if a.strip()]
     if args.no_cache:
         overrides["no-cache"] = True
-    config = load_config(args.config, start=args.paths[0], overrides=overrides)
+    return load_config(args.config, start=args.paths[0], overrides=overrides)
+
+
+def _compile(files: list[str], args, config):
+    """(UsageReport or None with --no-compile or no .cu file, archs)."""
+    from occlint.config import target_archs
+    from occlint.toolchain import collect_usage, print_notice
+
     cuda = [f for f in files if f.endswith(".cu")]
     report = collect_usage(cuda, config, jobs=config.jobs) if cuda and not args.no_compile else None
     if report is not None:
         print_notice(report)
     archs = config.arch or (report.archs if report else ()) or target_archs(config)
-    return report, config, tuple(archs)
+    return report, tuple(archs)
 
 
 def run(args) -> int:
     from occlint.source import parse
 
-    files, errors = discover(args.paths)
-    report, config, archs = _compile(files, args)
+    config = _config(args)
+    files, errors = discover(args.paths, config)
+    report, archs = _compile(files, args, config)
     all_usage = [u for us in report.usages.values() for u in us] if report else []
     for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
         where = f"{err.path}:{err.line}" if err.line else err.path
