@@ -163,8 +163,9 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.discover import discover
 
     result = LintResult()
-    if not config.arch and config.gpu != Config.gpu:
-        config = dataclasses.replace(config, arch=target_archs(config))   # a named GPU: its arch
+    if not config.arch and config.gpu != Config.gpu:    # a named GPU: its arch, even over sidecars
+        from occlint.toolchain import archs_for
+        config = dataclasses.replace(config, arch=archs_for(config))
     sources, builds = discover(paths, config)
     texts: dict[str, str] = {}
     for path in [*sources, *builds]:

@@ -236,3 +236,14 @@ def test_sidecars_merge(tmp_path):
 def test_object_cubins_reads_a_cubin_file_directly():
     scan = object_cubins((PTXAS / "cuda13.5_sm_80.cubin").read_bytes())
     assert [a for a, _ in scan.cubins] == ["sm_80"] and scan.compressed == []
+
+
+def test_archs_for_order_config_then_gpu_then_build_flags():
+    from occlint.config import Config
+    from occlint.toolchain import archs_for
+
+    entries = [{"file": "k.cu", "arguments": ["nvcc", "-arch=sm_86", "-c", "k.cu"]}]
+    assert archs_for(Config(arch=("sm_75",), gpu="a100"), entries) == ("sm_75",)
+    assert archs_for(Config(gpu="a100"), entries) == ("sm_80",)      # as `check` evaluates
+    assert archs_for(Config(), entries) == ("sm_86",)
+    assert archs_for(Config()) == ("sm_90",)

@@ -50,8 +50,10 @@ def run(args) -> int:
              else "not found: nvcc needs g++ on PATH"),
             ("supported archs", " ".join(nvcc.archs) or "unknown"),
         ]
-    source = "config" if config.arch else "compile_commands.json" if cc_path and entries else "default"
-    rows.append(("target archs", f"{' '.join(archs_for(config, entries))} ({source})"))
+    archs = archs_for(config, entries)
+    source = ("config" if config.arch else f"gpu {config.gpu}" if config.gpu != type(config).gpu
+              else "compile_commands.json" if cc_path and entries else "default")
+    rows.append(("target archs", f"{' '.join(archs)} ({source})"))
     cache = cache_dir(config)
     if config.no_cache:
         rows.append(("cache", "disabled (no-cache)"))

@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-from occlint.config import Config
+from occlint.config import Config, target_archs
 from occlint.errors import OcclintError
 
 # options dropped with their value (separate argument or `=value`)
@@ -173,16 +173,19 @@ def archs_in_args(args: list[str]) -> list[str]:
 
 
 def archs_for(config: Config, compile_commands: list[dict] | None = None) -> tuple[str, ...]:
-    """CLI/config arch, else the archs in the build's flags, else ("sm_90",)."""
+    """CLI/config arch, else a configured `gpu`'s arch, else the archs in the build's flags, else
+    the default GPU's ("sm_90"). The one place this order is decided; `check` and `doctor` agree."""
     if config.arch:
         return tuple(normalize_arch(a) for a in config.arch)
+    if config.gpu != Config.gpu:
+        return target_archs(config)
     found: list[str] = []
     for entry in compile_commands or []:
         if str(entry.get("file", "")).endswith(".cu"):
             found.extend(archs_in_args(entry_arguments(entry)))
     if found:
         return tuple(dict.fromkeys(found))
-    return ("sm_90",)
+    return target_archs(config)
 
 
 def normalize_arch(arch: str) -> str:
