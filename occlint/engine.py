@@ -102,6 +102,11 @@ def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
     return findings
 
 
+def archs_to_evaluate(config: Config, usage: Sequence[Usage]) -> tuple[str, ...]:
+    """The configured archs, else those the compiler reported, else the default."""
+    return config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
+
+
 def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
                 source: SourceFile | None = None, compile_errors: Sequence[CompileError] = (),
                 project: Sequence[SourceFile] = ()) -> list[Finding]:
@@ -113,7 +118,7 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     if source is None:
         from occlint.source import parse
         source = parse(text, path)
-    archs = config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
+    archs = archs_to_evaluate(config, usage)
     facts = build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
     for code, fn in checks.CHECKS.items():
