@@ -192,19 +192,22 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
                 err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
             if target is not None:
                 errors_by_file.setdefault(target, []).append(err)
+    per_unit = not config.arch and report is not None and bool(report.unit_archs)
     if not config.arch:
         config = _with_archs(config, usage, report)
     all_usage = [u for us in usage.values() for u in us]
     from occlint.source import parse
     parsed = {path: parse(texts[path], path) for path in cuda}
-    project = Project(parsed.values())
+    project = Project([*parsed.values(), *_included(report, parsed)])
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
             file_usage = list(report.usage_for(path))
         elif not file_usage and path.endswith((".cuh", ".h", ".hpp")):
             file_usage = all_usage
-        result.findings.extend(lint_source(texts[path], path, file_usage, config, source=parsed[path],
+        # each unit is evaluated for the archs its own command compiles (a header: its includers')
+        file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
+        result.findings.extend(lint_source(texts[path], path, file_usage, file_config, source=parsed[path],
                                            compile_errors=errors_by_file.get(path, ()),
                                            project=project))
         result.files.append(path)
@@ -216,6 +219,27 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         result.files.append(path)
         result.sources[path] = texts[path]
     return result
+
+
+def _included(report, parsed: Mapping[str, SourceFile]) -> list[SourceFile]:
+    """The project files the compiled units include (from their dependency lists) that are not
+    linted in this run: parsed only so that their kernels are visible to the units' launches."""
+    if report is None:
+        return []
+    from occlint.source import parse
+    seen = {os.path.realpath(p) for p in parsed}
+    out = []
+    for dep in report.project_files():
+        if dep in seen or not dep.endswith(_PROJECT_SUFFIXES):
+            continue
+        try:
+            out.append(parse(read_text(dep), dep))
+        except (OcclintError, OSError):
+            continue
+    return out
+
+
+_PROJECT_SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
 
 
 def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]], report=None) -> Config:

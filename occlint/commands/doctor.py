@@ -4,6 +4,9 @@ from __future__ import annotations
 
 
 def add_arguments(parser):
+    parser.add_argument("paths", nargs="*", metavar="FILE",
+                        help="also show how these files are compiled: the database entry, the "
+                             "archs and the exact nvcc command")
     parser.add_argument("--nvcc", metavar="PATH", help="use this nvcc")
     parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
     parser.add_argument("--arch", action="append", metavar="SM",
@@ -31,13 +34,16 @@ def load(args):
 
 
 def run(args) -> int:
-    from occlint.toolchain import archs_for, find_nvcc
+    from occlint.toolchain import find_nvcc
     from occlint.toolchain.cache import cache_dir, looks_like_cache, stats
-    from occlint.toolchain.flags import find_compile_commands, load_compile_commands
+    from occlint.toolchain.database import find_for, load as load_db
+    from occlint.toolchain.flags import archs_for
+    from occlint.toolchain.libraries import wheel_include_dirs
 
     config = load(args)
-    cc_path = find_compile_commands(config)
-    entries = load_compile_commands(cc_path)
+    paths = list(getattr(args, "paths", None) or ())
+    cc_path = find_for(paths[0] if paths else config.root, config)
+    entries = list(load_db(cc_path).raw) if cc_path else []
     nvcc = find_nvcc(config, entries)
     rows = []
     if nvcc is None:
@@ -47,13 +53,18 @@ def run(args) -> int:
             ("nvcc", f"{nvcc.path} ({nvcc.version}, found via {nvcc.found_by})"),
             ("ptxas", nvcc.ptxas),
             ("host compiler", f"{nvcc.host_compiler} ({nvcc.host_version})" if nvcc.host_compiler
-             else "not found: nvcc needs g++ on PATH"),
+             else "not found: nvcc needs g++ on PATH (without it nothing compiles)"),
             ("supported archs", " ".join(nvcc.archs) or "unknown"),
         ]
+    rows += _nvcc_rows(config, entries, nvcc)
     archs = archs_for(config, entries)
     source = ("config" if config.arch else f"gpu {config.gpu}" if config.gpu != type(config).gpu
-              else "compile_commands.json" if cc_path and entries else "default")
+              else "compile_commands.json, each unit its own command's" if cc_path and entries
+              else "default")
     rows.append(("target archs", f"{' '.join(archs)} ({source})"))
+    libs = wheel_include_dirs()
+    rows.append(("library headers", "\n".join(libs) if libs else
+                 "none from Python wheels (e.g. `pip install nvidia-cublas` adds cuBLAS's)"))
     cache = cache_dir(config)
     if config.no_cache:
         rows.append(("cache", "disabled (no-cache)"))
@@ -63,8 +74,88 @@ def run(args) -> int:
     else:
         rows.append(("cache", f"{cache} (empty)"))
     rows.append(("compile_commands.json",
-                 f"{cc_path} ({len(entries)} entries)" if cc_path else "not found"))
+                 f"{cc_path} ({len(entries)} entries)" if cc_path else
+                 "not found (looked beside each folder up from "
+                 f"{paths[0] if paths else config.root} and in its build*/ folders)"))
+    for path in paths:
+        rows += _file_rows(path, config, nvcc, libs)
+    _print(rows)
+    return 0 if nvcc is not None and nvcc.host_compiler else 1
+
+
+def _print(rows) -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
-        print(f"{key:<{width}}  {value}")
-    return 0 if nvcc is not None and nvcc.host_compiler else 1
+        lines = str(value).split("\n")
+        print(f"{key:<{width}}  {lines[0]}")
+        for line in lines[1:]:
+            print(f"{'':<{width}}  {line}")
+
+
+def _nvcc_rows(config, entries, chosen) -> list[tuple[str, str]]:
+    """Every nvcc discovery finds, in order, with its version; the chosen one marked."""
+    from occlint.toolchain.discover import _real_nvcc, candidates
+
+    lines = []
+    newest = None
+    for step, path in candidates(config, entries):
+        got = _real_nvcc(path)
+        if got is None:
+            if __import__("os").path.exists(path):
+                lines.append(f"  {step}: {path} (does not run)")
+            continue
+        real, version = got
+        mark = "  <- chosen (the first that runs, in this order)" if chosen is not None and \
+            real == chosen.path and "chosen" not in "".join(lines) else ""
+        shown = path if real == path else f"{path} -> {real}"
+        lines.append(f"  {step}: {shown} ({version}){mark}")
+        if newest is None or _vkey(version) > _vkey(newest[1]):
+            newest = (real, version)
+    out = [("nvcc found", "\n".join(line.strip() for line in lines) if lines else "none")]
+    if chosen is not None and newest is not None and _vkey(newest[1]) > _vkey(chosen.version):
+        out.append(("note", f"a newer nvcc ({newest[1]}) is installed at {newest[0]}; set "
+                            f"`nvcc = \"{newest[0]}\"` in the config (or pass --nvcc) to use it"))
+    return out
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
+    """How `path` is compiled: its database entry (own or borrowed), archs, the exact command."""
+    import os
+    import shlex
+
+    from occlint.errors import OcclintError
+    from occlint.toolchain.compile import UNITS, compile_command
+    from occlint.toolchain.flags import unit_command
+
+    if not os.path.isfile(path):
+        raise OcclintError(f"{path}: no such file")
+    cmd = unit_command(path, config, libs)
+    rows = [("file", path)]
+    entry = cmd.entry
+    if entry is None:
+        rows.append(("database entry", "none: compiled with the config's flags "
+                                       "(include-dirs, defines, nvcc-flags)"))
+    else:
+        how = (f"borrowed from {entry.borrowed_from} (no entry for this file; the closest one)"
+               if entry.borrowed_from else "this file's own")
+        rows += [("database entry", f"{entry.database}: {how}"),
+                 ("  directory", entry.directory),
+                 ("  command", shlex.join(entry.arguments))]
+    why = "config/--arch" if config.arch else (
+        f"gpu {config.gpu}" if config.gpu != type(config).gpu else
+        "the entry's -arch/-gencode flags" if entry is not None and cmd.archs else "default")
+    rows.append(("archs", f"{' '.join(cmd.archs)} ({why})"))
+    if not path.endswith(UNITS):
+        rows.append(("compile", "a header: measured through the units that include it"))
+        return rows
+    if nvcc is None:
+        rows.append(("compile", "none (no nvcc)"))
+        return rows
+    for arch in cmd.archs:
+        argv = compile_command(nvcc, os.path.abspath(path), arch, list(cmd.flags), "$TMP")
+        rows.append((f"compile {arch}", f"cd {shlex.quote(cmd.cwd)} && {shlex.join(argv)}"))
+    return rows

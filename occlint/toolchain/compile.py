@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,13 +20,7 @@ from occlint.errors import OcclintError
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
-from occlint.toolchain.flags import (
-    archs_for,
-    find_compile_commands,
-    flags_for,
-    index_entries,
-    load_compile_commands,
-)
+from occlint.toolchain.flags import UnitCommand, archs_for, unit_command
 from occlint.toolchain.ptxas import parse_errors, parse_usage
 
 UNITS = (".cu",)
@@ -46,6 +42,29 @@ class UsageReport:
     nvcc: Nvcc | None = None
     compiled: int = 0         # compiles run (cache misses)
     cached: int = 0           # results taken from the cache
+    unit_archs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # unit -> its archs
+    commands: dict[str, UnitCommand] = field(default_factory=dict)        # unit -> how compiled
+    borrowed: dict[str, str] = field(default_factory=dict)  # includer compiled for a lone header
+
+    def archs_of(self, path: str) -> tuple[str, ...]:
+        """The archs `path` was compiled for: its own, or for a header its includers'."""
+        if path in self.unit_archs:
+            return self.unit_archs[path]
+        target = os.path.realpath(path)
+        found = [a for unit, deps in self.includes.items() if target in deps
+                 for a in self.unit_archs.get(unit, ())]
+        return tuple(dict.fromkeys(found)) or self.archs
+
+    def project_files(self) -> list[str]:
+        """The files the compiled units include that belong to the user's project (not the
+        toolkit's, the system's or a wheel's): their kernels are visible to the units."""
+        skip = [p for p in _system_prefixes(self.nvcc) if p]
+        out: dict[str, None] = {}
+        for deps in self.includes.values():
+            for dep in deps[1:]:
+                if not dep.startswith(tuple(skip)):
+                    out.setdefault(dep)
+        return list(out)
 
     def usage_for(self, path: str) -> tuple[Usage, ...]:
         """Usage for a .cu, or for a header: everything from the units that include it."""
@@ -58,6 +77,16 @@ class UsageReport:
                 for u in self.usages.get(unit, ()):
                     seen.setdefault((u.mangled, u.arch), u)
         return tuple(seen.values())
+
+
+def _system_prefixes(nvcc: Nvcc | None) -> list[str]:
+    import sys
+
+    out = ["/usr/include/", "/usr/lib/", "/usr/local/include/",
+           os.path.realpath(sys.prefix) + os.sep, os.path.realpath(sys.base_prefix) + os.sep]
+    if nvcc is not None:
+        out.append(os.path.dirname(os.path.dirname(nvcc.path)) + os.sep)
+    return out
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:
@@ -174,34 +203,46 @@ def _error_from_json(d: dict, unit: str) -> CompileError:
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
                   nvcc: Nvcc | None = None) -> UsageReport:
-    """ptxas's figures for every kernel in the .cu files of `paths`, for every arch."""
-    cc_path = find_compile_commands(config)
-    entries = load_compile_commands(cc_path)
-    archs = archs_for(config, entries)
-    report = UsageReport(archs=archs)
+    """ptxas's figures for every kernel in the .cu files of `paths`, each unit compiled with its
+    own command (`flags.unit_command`) for its own archs. A header given without any unit that
+    includes it is measured through its includers (`includers.for_headers`)."""
+    from occlint.toolchain import database, includers, libraries
+
+    database.forget_folders()
     files = expand_paths(paths)
     units = [f for f in files if f.endswith(UNITS)]
-    if not units:
+    lone_headers = [f for f in files if not f.endswith(UNITS)]
+    report = UsageReport()
+    if not units and not lone_headers:
         return report
-    nvcc = nvcc or find_nvcc(config, entries)
+    cache = None if config.no_cache else Cache(cache_dir(config))
+    extra = includers.for_headers(lone_headers, units, config, cache) if lone_headers else []
+    report.borrowed = {u: h for u, h in extra}
+    units = units + [u for u, _h in extra if u not in units]
+    if not units:
+        report.archs = archs_for(config)
+        return report
+    first_db = next((db for db in (database.database_for(u, config) for u in units) if db), None)
+    nvcc = nvcc or find_nvcc(config, first_db.raw if first_db else None)
     if nvcc is None:
         report.notice = NO_NVCC_NOTICE.format(checks=SKIPPED_CHECKS)
+        report.archs = archs_for(config)
         return report
     report.nvcc = nvcc
-    unsupported = [a for a in archs if a.rstrip("af") not in nvcc.archs]
-    if nvcc.archs and unsupported:
-        raise OcclintError(
-            f"nvcc {nvcc.version} cannot compile for {', '.join(unsupported)} "
-            f"(it supports {nvcc.archs[0]} to {nvcc.archs[-1]}); choose another --arch"
-        )
-    cache = None if config.no_cache else Cache(cache_dir(config))
+    check_host_compiler(nvcc)
+    libs = libraries.wheel_include_dirs()
+    plans = {unit: unit_command(unit, config, libs) for unit in units}
+    _check_archs(plans, config, nvcc, report)
+    report.archs = tuple(dict.fromkeys(a for p in plans.values() for a in p.archs))
+    report.unit_archs = {u: p.archs for u, p in plans.items()}
+    report.commands = plans
     toolchain = nvcc.identity
     results: dict[tuple[str, str], tuple[list[Usage], list[CompileError]]] = {}
     todo: list[tuple[str, str, list[str], str, str | None]] = []
-    index = index_entries(entries)
     for unit in units:
-        flags, cwd = flags_for(unit, config, index)
-        for arch in archs:
+        plan = plans[unit]
+        flags, cwd = list(plan.flags), plan.cwd
+        for arch in plan.archs:
             key = cache.key(toolchain, flags, arch, cwd, os.path.abspath(unit)) if cache else None
             hit = cache.get(key) if key else None
             if hit is not None:
@@ -223,6 +264,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     try:
         for item, (usages, errors, deps) in zip(todo, pool.map(work, todo), strict=True):
             unit, arch, _flags, _cwd, key = item
+            _raise_if_tool_broken(errors, nvcc)
             results[(unit, arch)] = (usages, errors)
             report.compiled += 1
             if deps is not None:
@@ -233,22 +275,100 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                         "errors": [asdict(e) for e in errors],
                         "time": time.time(),
                     })
-    except BaseException:  # Ctrl-C: drop queued compiles, kill running ones
+    except BaseException:  # Ctrl-C or a broken tool: drop queued compiles, kill running ones
         pool.shutdown(wait=False, cancel_futures=True)
         for proc in list(_RUNNING):
             _kill_group(proc)
         raise
     pool.shutdown()
-    if cache and cache.writes:
-        cache.evict()
+    if cache is not None:
+        includers.remember(cache, report.includes)
+        if cache.writes:
+            cache.evict()
+    major = _major(nvcc.version)
     for unit in units:
         usages: list[Usage] = []
-        for arch in archs:
+        for arch in plans[unit].archs:
             got, errors = results[(unit, arch)]
             usages.extend(got)
-            report.errors.extend(errors)
+            report.errors.extend(_explained(e, major) for e in errors)
         report.usages[unit] = tuple(usages)
     return report
+
+
+def _major(version: str) -> int | None:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _explained(err: CompileError, major: int | None) -> CompileError:
+    """A missing header's message names the header and the package that ships it."""
+    from occlint.toolchain.libraries import explain_missing
+
+    message = explain_missing(err.message, major)
+    return err if message == err.message else dataclasses.replace(err, message=message)
+
+
+def _check_archs(plans: dict, config: Config, nvcc: Nvcc, report: UsageReport) -> None:
+    """Archs this nvcc cannot compile: an error when the user asked for them (config, --arch),
+    else (a build's flags for another toolkit) dropped from that unit with one notice."""
+    if not nvcc.archs:
+        return
+    dropped: set[str] = set()
+    for unit, plan in list(plans.items()):
+        bad = [a for a in plan.archs if _base_arch(a) not in nvcc.archs]
+        if not bad:
+            continue
+        if config.arch or config.gpu != Config.gpu or plan.entry is None:
+            raise OcclintError(
+                f"nvcc {nvcc.version} cannot compile for {', '.join(bad)} "
+                f"(it supports {nvcc.archs[0]} to {nvcc.archs[-1]}); choose another --arch")
+        dropped.update(bad)
+        keep = tuple(a for a in plan.archs if a not in bad) or archs_for(
+            dataclasses.replace(config, arch=()), None)
+        plans[unit] = dataclasses.replace(plan, archs=keep)
+    if dropped:
+        report.notice = (f"occlint: notice: nvcc {nvcc.version} ({nvcc.path}) cannot compile for "
+                         f"{', '.join(sorted(dropped))}, which the build's commands name; those "
+                         "archs were skipped (point `nvcc` at the build's toolkit)")
+
+
+def _base_arch(arch: str) -> str:
+    """sm_90a -> sm_90, sm_100f -> sm_100: what `nvcc --list-gpu-arch` lists."""
+    return re.sub(r"(?<=\d)[af]$", "", arch)
+
+
+# What nvcc prints when the tool, not the user's code, is broken: the host compiler is missing
+# or unusable, or nvcc's own installation is incomplete.
+_BROKEN_TOOL = re.compile(
+    r"Failed to preprocess host compiler properties|cannot find compiler|"
+    r"failed to find (?:the )?host compiler|Could not set up the environment|"
+    r"No such file or directory.*(?:cicc|ptxas|cudafe|fatbinary)|"
+    r"unsupported GNU version|'cl\.exe' not found")
+
+
+def _raise_if_tool_broken(errors: list[CompileError], nvcc: Nvcc) -> None:
+    for err in errors:
+        if err.kind == "nvcc" and _BROKEN_TOOL.search(err.message):
+            raise OcclintError(
+                f"nvcc {nvcc.version} ({nvcc.path}) cannot compile anything: {err.message}"
+                f"{host_compiler_hint(nvcc)}")
+
+
+def host_compiler_hint(nvcc: Nvcc) -> str:
+    if not nvcc.host_compiler:
+        return " (no host compiler: nvcc needs g++ on PATH; `occlint doctor` shows the toolchain)"
+    return f" (host compiler {nvcc.host_compiler}; `occlint doctor` shows the toolchain)"
+
+
+def check_host_compiler(nvcc: Nvcc) -> None:
+    """nvcc preprocesses every file with the host compiler: without one nothing compiles, which
+    is a broken tool (exit 2), never a finding in the user's code."""
+    if not nvcc.host_compiler:
+        raise OcclintError(
+            f"nvcc {nvcc.version} ({nvcc.path}) needs a host compiler and none was found: "
+            "install g++ (it must be on PATH), or set `nvcc-flags = [\"-ccbin\", \"/path/to/g++\"]`; "
+            "`occlint doctor` shows the toolchain")
 
 
 def print_notice(report: UsageReport, stream=None) -> None:

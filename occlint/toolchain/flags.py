@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 import shlex
 from pathlib import Path
 
 from occlint.config import Config, target_archs
 from occlint.errors import OcclintError
+from occlint.toolchain.database import Entry, entry_arguments
+from occlint.toolchain.libraries import include_flags
 
 # options dropped with their value (separate argument or `=value`)
 _DROP_WITH_VALUE = {
@@ -36,39 +40,18 @@ _KEEP_WITH_VALUE = {
 _SOURCE_EXT = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".o", ".obj")
 
 
-def entry_arguments(entry: dict) -> list[str]:
-    if isinstance(entry.get("arguments"), list):
-        return [str(a) for a in entry["arguments"]]
-    return shlex.split(str(entry.get("command", "")))
-
-
-def find_compile_commands(config: Config) -> str | None:
-    """config.compile_commands, else compile_commands.json at the root or in build*/."""
-    root = Path(config.root)
-    if config.compile_commands:
-        path = Path(config.compile_commands)
-        path = path if path.is_absolute() else root / path
-        if path.is_dir():
-            path = path / "compile_commands.json"
-        if not path.is_file():
-            raise OcclintError(f"compile_commands.json not found: {path}")
-        return str(path)
-    for cand in [root / "compile_commands.json", *sorted(root.glob("build*/compile_commands.json"))]:
-        if cand.is_file():
-            return str(cand)
-    return None
+def find_compile_commands(config: Config, path: str | None = None) -> str | None:
+    """The compile_commands.json that governs `path` (default: the project root), found as
+    clangd finds it: the config's `compile-commands`, else walking up (`database.find_for`)."""
+    from occlint.toolchain.database import find_for
+    return find_for(path or config.root, config)
 
 
 def load_compile_commands(path: str | None) -> list[dict]:
     if not path:
         return []
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise OcclintError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, list):
-        raise OcclintError(f"{path}: expected a JSON list of compile commands")
-    return [e for e in data if isinstance(e, dict)]
+    from occlint.toolchain.database import load
+    return list(load(path).raw)
 
 
 def index_entries(entries: list[dict]) -> dict[str, dict]:
@@ -142,33 +125,65 @@ def config_flags(config: Config) -> list[str]:
     return out
 
 
-def flags_for(path: str, config: Config, index: dict[str, dict]) -> tuple[list[str], str]:
-    """(flags, working directory) for compiling `path`; `index` from index_entries."""
-    entry = index.get(os.path.realpath(path))
-    if entry is not None:
-        args = without_compiler(entry_arguments(entry))
-        return filter_flags(args, str(entry.get("file"))), str(
-            entry.get("directory", "."))
-    return config_flags(config), os.getcwd()
+@dataclass(frozen=True)
+class UnitCommand:
+    """How occlint compiles one unit: decided here, read by `collect_usage` and `doctor`."""
+    flags: tuple[str, ...]        # the build's flags (or the config's), then library headers
+    cwd: str
+    archs: tuple[str, ...]        # this unit's targets (its own command's, unless overridden)
+    entry: Entry | None           # the database entry (own or borrowed) the flags came from
+    library_dirs: tuple[str, ...] = ()
+
+
+def unit_command(path: str, config: Config, library_dirs: Sequence[str] = ()) -> UnitCommand:
+    """Flags, working directory and archs for compiling `path`: from its compilation database
+    entry (found per file, `database.entry_for`), else from the config; the library include
+    folders from Python wheels come last."""
+    from occlint.toolchain.database import entry_for
+
+    entry = entry_for(path, config)
+    libs = include_flags(list(library_dirs))
+    if entry is None:
+        return UnitCommand(tuple(config_flags(config) + libs), os.getcwd(), archs_for(config),
+                           None, tuple(library_dirs))
+    args = without_compiler(list(entry.arguments))
+    flags = filter_flags(args, entry.source) + libs
+    raw = {"file": entry.source if entry.source.endswith(".cu") else path,
+           "arguments": list(entry.arguments)}
+    return UnitCommand(tuple(flags), entry.directory, archs_for(config, [raw]), entry,
+                       tuple(library_dirs))
+
+
+def flags_for(path: str, config: Config, index: dict[str, dict] | None = None) -> tuple[list[str], str]:
+    """(flags, working directory) for compiling `path` (see `unit_command`)."""
+    cmd = unit_command(path, config)
+    return list(cmd.flags), cmd.cwd
 
 
 _ARCH_RE = re.compile(r"(?:sm|compute)_(\d+[a-z]?)")
 
 
 def archs_in_args(args: list[str]) -> list[str]:
-    """sm_ targets named by -arch/-gencode/--generate-code/--cuda-gpu-arch flags."""
+    """sm_ targets one nvcc command compiles for, in order: each `-gencode`/`--generate-code`
+    (its `code=` sm_ targets, else its virtual `arch=`), and `-arch`/`--gpu-architecture` (with
+    `-code`/`--gpu-code`: those sm_ targets). Feature suffixes stay (`sm_90a`, `sm_100f`);
+    `-arch=native`, `all` and `all-major` name no arch here (the caller picks the default)."""
     found: list[str] = []
     text = " ".join(args)
-    for m in re.finditer(r"(?:-gencode|--generate-code)[= ]\S+", text):
-        spec = m.group(0)
-        code = re.search(r"code=\[?([^\] ]+)", spec)
+    for m in re.finditer(r"(?:^|\s)(?:-gencode|--generate-code)[= ](\S+)", text):
+        spec = m.group(1)
+        code = re.search(r"code=\[?([^\]\s]+)", spec)
         sms = re.findall(r"sm_(\d+[a-z]?)", code.group(1)) if code else []
         if not sms:
             arch = re.search(r"arch=(?:compute|sm)_(\d+[a-z]?)", spec)
             sms = [arch.group(1)] if arch else []
         found.extend(f"sm_{s}" for s in sms)
-    for m in re.finditer(r"(?:^|\s)(?:-arch|--gpu-architecture|--cuda-gpu-arch)[= ](\S+)", text):
-        found.extend(f"sm_{s}" for s in _ARCH_RE.findall(m.group(1)))
+    codes = [s for m in re.finditer(r"(?:^|\s)(?:-code|--gpu-code)[= ](\S+)", text)
+             for s in re.findall(r"sm_(\d+[a-z]?)", m.group(1))]
+    for m in re.finditer(r"(?:^|\s)(?:-arch|--gpu-architecture|--cuda-gpu-arch|"
+                         r"--offload-arch)[= ](\S+)", text):
+        named = _ARCH_RE.findall(m.group(1))
+        found.extend(f"sm_{s}" for s in (codes or named))
     return list(dict.fromkeys(found))
 
 

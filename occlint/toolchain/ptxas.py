@@ -20,7 +20,9 @@ _USED = re.compile(r"Used (\d+) registers")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _CMEM = re.compile(r"(\d+) bytes cmem\[\d+\]")
-_PTXAS_DIAG = re.compile(r"^ptxas (error|fatal)\s*:\s*(.*)$")
+# ptxas error   : ...     ptxas /tmp/x.ptx, line 20; error   : ...   (the line is the PTX's)
+_PTXAS_DIAG = re.compile(r"^ptxas (?:(\S+, line \d+); )?(error|fatal)\s*:\s*(.*)$")
+_ABORTED = "Ptx assembly aborted due to errors"
 _ENTRY_IN_MSG = re.compile(r"(?:Entry|entry) function '([^']+)'")
 
 
@@ -81,6 +83,7 @@ _NVCC = re.compile(r"^nvcc (?:fatal|error)\s*:\s*(.*)$")
 def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileError]:
     """Errors (never warnings) from nvcc's front end, the host compiler, ptxas and nvcc itself."""
     out: list[CompileError] = []
+    ptx_lines: set[str] = set()
     for line in text.splitlines():
         line = line.rstrip()
         m = _FRONT.match(line)
@@ -98,7 +101,15 @@ def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileE
             continue
         m = _PTXAS_DIAG.match(line)
         if m:
-            msg = m.group(2).strip()
+            msg = m.group(3).strip()
+            if m.group(1) in ptx_lines:
+                continue        # a second wording of the error on the same PTX line
+            if m.group(1):
+                ptx_lines.add(m.group(1))
+            if msg == _ABORTED and any(e.kind == "ptxas" for e in out):
+                continue        # the summary of the errors quoted above
+            if any(e.kind == "ptxas" and e.message == msg for e in out):
+                continue
             kernel = None
             e = _ENTRY_IN_MSG.search(msg)
             if e:

@@ -1,0 +1,190 @@
+"""Compilation databases, found per file as clangd finds them.
+
+`database_for(path, config)`: the config's `compile-commands` when set; else, walking up from the
+file's folder, the first `compile_commands.json` beside an ancestor or in one of its `build*/`
+folders. `Database.entry_for(path)` is the file's own entry, or for a file with none (a header,
+a new file) the closest entry's command with the file swapped in, as clangd's interpolating
+database does: same folder first, then the longest common path, a same-stem unit preferred.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from occlint.config import Config
+from occlint.errors import OcclintError
+
+NAME = "compile_commands.json"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One compile command for `file`; `borrowed_from` names the unit whose command it copies."""
+    file: str                      # real path of the file this entry compiles
+    directory: str
+    arguments: tuple[str, ...]     # the whole command, compiler (and launchers) included
+    database: str                  # the compile_commands.json it came from
+    source: str                    # the entry's own `file`, as written
+    borrowed_from: str | None = None
+
+
+def entry_arguments(entry: dict) -> list[str]:
+    import shlex
+
+    if isinstance(entry.get("arguments"), list):
+        return [str(a) for a in entry["arguments"]]
+    return shlex.split(str(entry.get("command", "")))
+
+
+class Database:
+    def __init__(self, path: str, raw: list[dict]):
+        self.path = path
+        self.raw = raw
+        self.entries: dict[str, Entry] = {}          # real path -> first entry (as clangd)
+        for item in raw:
+            directory = str(item.get("directory", "."))
+            source = str(item.get("file", ""))
+            if not source:
+                continue
+            real = os.path.realpath(os.path.join(directory, source))
+            if real not in self.entries:
+                self.entries[real] = Entry(real, directory, tuple(entry_arguments(item)), path,
+                                           source)
+        self._folders: dict[str, list[str]] = {}
+        for real in self.entries:
+            self._folders.setdefault(os.path.dirname(real), []).append(real)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def units(self, suffixes: tuple[str, ...] = (".cu",)) -> list[str]:
+        return [p for p in self.entries if p.endswith(suffixes)]
+
+    def entry_for(self, path: str) -> Entry | None:
+        real = os.path.realpath(path)
+        exact = self.entries.get(real)
+        if exact is not None:
+            return exact
+        donor = self._closest(real)
+        if donor is None:
+            return None
+        return Entry(real, donor.directory, donor.arguments, self.path, donor.source,
+                     borrowed_from=donor.file)
+
+    def _closest(self, real: str) -> Entry | None:
+        """The entry whose file is nearest to `real`: same folder, else the longest common
+        path; then a same-stem file, a CUDA unit, a shorter distance, the name."""
+        if not self.entries:
+            return None
+        stem = _stem(real)
+        folder = os.path.dirname(real)
+        candidates = self._folders.get(folder) or list(self.entries)
+
+        def score(cand: str):
+            common = len(os.path.commonpath([folder, os.path.dirname(cand)]).split(os.sep))
+            depth = len(os.path.dirname(cand).split(os.sep)) - common
+            return (-common, _stem(cand) != stem, not cand.endswith(".cu"), depth, cand)
+
+        return self.entries[min(candidates, key=score)]
+
+
+def _stem(path: str) -> str:
+    name = os.path.basename(path)
+    return name.split(".", 1)[0]
+
+
+_LOADED: dict[tuple[str, int, int], Database] = {}
+
+
+def load(path: str) -> Database:
+    """The database at `path` (memoized on path, size and modification time)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise OcclintError(f"cannot read {path}: {exc.strerror or exc}") from None
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key in _LOADED:
+        return _LOADED[key]
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OcclintError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, list):
+        raise OcclintError(f"{path}: expected a JSON list of compile commands")
+    db = Database(path, [e for e in data if isinstance(e, dict)])
+    _LOADED[key] = db
+    return db
+
+
+def configured_path(config: Config) -> str | None:
+    """The config's `compile-commands` (a file, or a folder holding one), checked."""
+    if not config.compile_commands:
+        return None
+    path = Path(config.compile_commands)
+    path = path if path.is_absolute() else Path(config.root) / path
+    if path.is_dir():
+        path = path / NAME
+    if not path.is_file():
+        raise OcclintError(f"compile_commands.json not found: {path}")
+    return str(path)
+
+
+_BESIDE: dict[str, str | None] = {}
+
+
+def _in_folder(folder: str) -> str | None:
+    """compile_commands.json in `folder`, else in its build*/ folders (sorted), else None."""
+    if folder not in _BESIDE:
+        found = None
+        direct = os.path.join(folder, NAME)
+        if os.path.isfile(direct):
+            found = direct
+        else:
+            try:
+                names = sorted(n for n in os.listdir(folder) if n.startswith("build"))
+            except OSError:
+                names = []
+            for name in names:
+                cand = os.path.join(folder, name, NAME)
+                if os.path.isfile(cand):
+                    found = cand
+                    break
+        _BESIDE[folder] = found
+    return _BESIDE[folder]
+
+
+def find_for(path: str, config: Config) -> str | None:
+    """The compile_commands.json that governs `path` (see the module docstring)."""
+    configured = configured_path(config)
+    if configured:
+        return configured
+    here = os.path.abspath(path)
+    folder = here if os.path.isdir(here) else os.path.dirname(here)
+    while True:
+        found = _in_folder(folder)
+        if found:
+            return found
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def database_for(path: str, config: Config) -> Database | None:
+    found = find_for(path, config)
+    return load(found) if found else None
+
+
+def entry_for(path: str, config: Config) -> Entry | None:
+    """The compile command for `path`: its own, or one borrowed from the closest entry."""
+    db = database_for(path, config)
+    return db.entry_for(path) if db is not None else None
+
+
+def forget_folders() -> None:
+    """Forget where databases were found (a build folder may appear between two runs of the
+    language server); loaded databases stay memoized on their modification time."""
+    _BESIDE.clear()

@@ -1,0 +1,115 @@
+"""Which units include a header: a header given alone is measured through them.
+
+Every compile writes its dependency list (the cache keeps it); `remember` adds each unit's list
+to `<cache>/includers.json`, so a later run knows exactly which units read a header. A header no
+run has seen yet is looked up in its compilation database: the units whose text `#include`s its
+name. At most MAX_INCLUDERS units are compiled for one header, the nearest ones first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from occlint.config import Config
+
+NAME = "includers.json"
+FORMAT = 1
+MAX_INCLUDERS = 8
+
+
+def _load(cache) -> dict[str, list[str]]:
+    try:
+        data = json.loads((Path(cache.root) / NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}
+    units = data.get("units")
+    if not isinstance(units, dict):
+        return {}
+    return {u: [d for d in deps if isinstance(d, str)] for u, deps in units.items()
+            if isinstance(u, str) and isinstance(deps, list)}
+
+
+def remember(cache, includes: dict[str, tuple[str, ...]]) -> None:
+    """Record each compiled unit's dependency list (atomic; never fails a lint)."""
+    if not includes:
+        return
+    known = _load(cache)
+    changed = False
+    for unit, deps in includes.items():
+        key = os.path.realpath(unit)
+        value = [d for d in deps[1:] if not d.startswith("/usr/")]
+        if known.get(key) != value:
+            known[key] = value
+            changed = True
+    if not changed:
+        return
+    root = Path(cache.root)
+    try:
+        cache._ensure_root()
+        fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"format": FORMAT, "units": known}, fh, separators=(",", ":"))
+            os.replace(tmp, root / NAME)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
+
+
+def _nearest(header: str, units: list[str]) -> list[str]:
+    folder = os.path.dirname(header)
+    stem = os.path.basename(header).split(".", 1)[0]
+
+    def score(unit: str):
+        common = len(os.path.commonpath([folder, os.path.dirname(unit)]).split(os.sep))
+        return (os.path.basename(unit).split(".", 1)[0] != stem, -common, unit)
+
+    return sorted(units, key=score)[:MAX_INCLUDERS]
+
+
+def _textual(header: str, config: Config) -> list[str]:
+    """Units of the header's database whose text includes a file of the header's name."""
+    from occlint.toolchain.database import database_for
+
+    db = database_for(header, config)
+    if db is None:
+        return []
+    name = re.escape(os.path.basename(header))
+    pattern = re.compile(rf'^\s*#\s*include\s*[<"](?:[^">]*/)?{name}[">]', re.M)
+    out = []
+    for unit in db.units():
+        with contextlib.suppress(OSError):
+            with open(unit, encoding="utf-8", errors="replace") as fh:
+                if pattern.search(fh.read()):
+                    out.append(unit)
+    return out
+
+
+def for_headers(headers: list[str], units: list[str], config: Config, cache) -> list[tuple[str, str]]:
+    """(unit, header) for every header none of `units` is known to include: the units to
+    compile on its behalf (from recorded dependency lists, else the database's text)."""
+    known = _load(cache) if cache is not None else {}
+    given = {os.path.realpath(u) for u in units}
+    out: list[tuple[str, str]] = []
+    for header in headers:
+        target = os.path.realpath(header)
+        found = [u for u, deps in known.items() if target in deps and os.path.isfile(u)] \
+            or _textual(header, config)
+        if any(u in given for u in found):
+            continue                 # a unit of this run includes it already
+        out.extend((_shown(u), header) for u in _nearest(target, found))
+    return list(dict.fromkeys(out))
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel

@@ -1,0 +1,124 @@
+"""CUDA library headers installed as Python wheels, and which package ships a missing header.
+
+Every PyTorch environment has cuBLAS, cuDNN, NCCL, ... headers in site-packages: the CUDA 12
+wheels under `nvidia/<library>/include` (nvidia-cublas-cu12 -> nvidia/cublas/include), the CUDA
+13 wheels merged under `nvidia/cu13/include` (nvidia-cublas). Their folders are added to every
+compile after the build's own include folders (`-idirafter`, so they never shadow the toolkit's
+or the build's headers).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import site
+import sys
+
+# Folders that hold the toolkit itself (runtime, compiler, CCCL): never added, they would mix a
+# wheel's CUDA version with the nvcc in use.
+_TOOLKIT = {"cuda_runtime", "cuda_nvcc", "cuda_crt", "cuda_cccl", "cuda_nvrtc", "nvvm",
+            "cuda_cupti", "cuda_nvml_dev", "cuda_culibos"}
+
+# header (or first path part) -> (library, pip package for CUDA 13, for CUDA 12)
+_PACKAGES: list[tuple[str, str, str, str]] = [
+    (r"cublas(Lt|Xt|_v2|_api)?\.h|cublas.*\.h", "cuBLAS", "nvidia-cublas", "nvidia-cublas-cu12"),
+    (r"curand.*\.h", "cuRAND", "nvidia-curand", "nvidia-curand-cu12"),
+    (r"cufft.*\.h", "cuFFT", "nvidia-cufft", "nvidia-cufft-cu12"),
+    (r"cusparseLt\.h", "cuSPARSELt", "nvidia-cusparselt-cu13", "nvidia-cusparselt-cu12"),
+    (r"cusparse.*\.h", "cuSPARSE", "nvidia-cusparse", "nvidia-cusparse-cu12"),
+    (r"cusolver.*\.h", "cuSOLVER", "nvidia-cusolver", "nvidia-cusolver-cu12"),
+    (r"cudnn.*\.h", "cuDNN", "nvidia-cudnn-cu13", "nvidia-cudnn-cu12"),
+    (r"nccl.*\.h", "NCCL", "nvidia-nccl-cu13", "nvidia-nccl-cu12"),
+    (r"nvshmem.*\.h", "NVSHMEM", "nvidia-nvshmem-cu13", "nvidia-nvshmem-cu12"),
+    (r"npp.*\.h", "NPP", "nvidia-npp", "nvidia-npp-cu12"),
+    (r"nvjpeg.*\.h", "nvJPEG", "nvidia-nvjpeg", "nvidia-nvjpeg-cu12"),
+    (r"nvrtc\.h", "NVRTC", "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12"),
+    (r"cupti.*\.h", "CUPTI", "nvidia-cuda-cupti", "nvidia-cuda-cupti-cu12"),
+    (r"cufile\.h", "cuFile", "nvidia-cufile", "nvidia-cufile-cu12"),
+    (r"cutensor.*\.h", "cuTENSOR", "cutensor-cu13", "cutensor-cu12"),
+    (r"nvtx3/.*|nvToolsExt.*\.h", "NVTX", "nvidia-nvtx", "nvidia-nvtx-cu12"),
+    (r"cutlass/.*|cute/.*", "CUTLASS", "nvidia-cutlass", "nvidia-cutlass"),
+]
+
+
+def site_dirs() -> list[str]:
+    """site-packages folders of the running Python (venv first), then `nvidia`'s own paths."""
+    dirs: list[str] = []
+    try:
+        dirs.extend(site.getsitepackages())
+    except AttributeError:       # some embedded interpreters
+        pass
+    try:
+        user = site.getusersitepackages()
+        if isinstance(user, str):
+            dirs.append(user)
+    except AttributeError:
+        pass
+    dirs.extend(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    return list(dict.fromkeys(os.path.realpath(d) for d in dirs if os.path.isdir(d)))
+
+
+def wheel_include_dirs(bases: list[str] | None = None) -> list[str]:
+    """Library include folders from the nvidia wheels (and CUTLASS's), in a stable order:
+    the CUDA 13 merged folders (`nvidia/cu13/include`, newest first), then each CUDA 12
+    library's `nvidia/<lib>/include`."""
+    out: list[str] = []
+    for base in bases if bases is not None else site_dirs():
+        root = os.path.join(base, "nvidia")
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            names = []
+        merged = sorted((n for n in names if re.fullmatch(r"cu\d+", n)),
+                        key=lambda n: -int(n[2:]))
+        for name in merged + [n for n in names if n not in merged and n not in _TOOLKIT]:
+            inc = os.path.join(root, name, "include")
+            if os.path.isdir(inc):
+                out.append(inc)
+        cutlass = os.path.join(base, "cutlass_library", "source", "include")
+        if os.path.isdir(cutlass):
+            out.append(cutlass)
+    return list(dict.fromkeys(out))
+
+
+def include_flags(dirs: list[str]) -> list[str]:
+    """nvcc flags that search `dirs` after every other include folder."""
+    return [f"-Xcompiler=-idirafter,{d}" for d in dirs if "," not in d]
+
+
+def package_for(header: str, cuda_major: int | None = None) -> tuple[str, str] | None:
+    """(library, pip package) that ships `header` (as written in the #include), or None."""
+    name = header.strip().strip('"<>')
+    for pattern, library, cu13, cu12 in _PACKAGES:
+        if re.fullmatch(pattern, name) or re.fullmatch(pattern, os.path.basename(name)):
+            return library, (cu12 if cuda_major is not None and cuda_major < 13 else cu13)
+    return None
+
+
+_MISSING = [
+    re.compile(r'cannot open source file "([^"]+)"'),
+    re.compile(r"^([^\s:]+): No such file or directory"),
+]
+
+
+def missing_header(message: str) -> str | None:
+    """The header a compiler message says is missing, or None."""
+    for pattern in _MISSING:
+        m = pattern.search(message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def explain_missing(message: str, cuda_major: int | None = None) -> str:
+    """A missing-header message rewritten to name the header and, when known, its package."""
+    header = missing_header(message)
+    if header is None:
+        return message
+    known = package_for(header, cuda_major)
+    if known:
+        library, package = known
+        return (f"`{header}` not found: part of {library} (`pip install {package}`), "
+                "or add its folder to `include-dirs`")
+    return f"`{header}` not found: add its folder to `include-dirs` (or build with CMake and " \
+           "export compile_commands.json)"
