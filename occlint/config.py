@@ -264,9 +264,12 @@ def _check_arch(spec: str, where: str) -> str:
         gpus = None
     if gpus is not None and hasattr(gpus, "arch_name"):
         try:
-            return gpus.arch_name(spec)
+            name = gpus.arch_name(spec)
         except Exception:
             pass
+        else:   # a feature arch (sm_90a, sm_100f) keeps its suffix: nvcc compiles for it
+            feature = re.fullmatch(r"(?:sm_|compute_)?\d+\.?\d([af])", spec.lower())
+            return name + feature.group(1) if feature else name
     else:
         m = re.fullmatch(r"(?:sm_|compute_)?(\d)\.?(\d)([af]?)", spec.lower())
         if m:

@@ -163,8 +163,9 @@ def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
 
 
 def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequence[Usage]] | None = None,
-               jobs: int | None = None) -> LintResult:
-    """Discover, read, compile (when `usage` is None) and lint every file under `paths`."""
+               jobs: int | None = None, includes: Sequence[str] = ()) -> LintResult:
+    """Discover, read, compile (when `usage` is None) and lint every file under `paths`.
+    `includes`: files the units include (with `usage` from sidecars: their dependency lists)."""
     from occlint.discover import discover
 
     result = LintResult()
@@ -198,7 +199,9 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     all_usage = [u for us in usage.values() for u in us]
     from occlint.source import parse
     parsed = {path: parse(texts[path], path) for path in cuda}
-    project = Project([*parsed.values(), *_included(report, parsed)])
+    from occlint.toolchain.includers import user_files
+    deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
+    project = Project([*parsed.values(), *_included(deps, parsed)])
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
@@ -221,15 +224,13 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     return result
 
 
-def _included(report, parsed: Mapping[str, SourceFile]) -> list[SourceFile]:
+def _included(deps: Sequence[str], parsed: Mapping[str, SourceFile]) -> list[SourceFile]:
     """The project files the compiled units include (from their dependency lists) that are not
     linted in this run: parsed only so that their kernels are visible to the units' launches."""
-    if report is None:
-        return []
     from occlint.source import parse
     seen = {os.path.realpath(p) for p in parsed}
     out = []
-    for dep in report.project_files():
+    for dep in dict.fromkeys(deps):
         if dep in seen or not dep.endswith(_PROJECT_SUFFIXES):
             continue
         try:

@@ -43,6 +43,7 @@ def _digest(text: str) -> str:
 class Compiled:
     digest: str                      # sha256 of the text nvcc compiled
     usage: tuple[Usage, ...]
+    includes: tuple[str, ...] = ()   # the project files the compile read (their kernels count)
 
 
 class OcclintServer(LanguageServer):
@@ -73,6 +74,23 @@ class OcclintServer(LanguageServer):
         got = self.compiled.get(uri)
         return got.usage if got and got.digest == _digest(text) else ()
 
+    def project_for(self, uri: str, path: str) -> list:
+        """The files this document's last compile included (from its dependency list), parsed:
+        a kernel defined in a header is then known with its `__launch_bounds__` at a launch."""
+        from occlint.engine import read_text
+        from occlint.source import parse
+
+        got = self.compiled.get(uri)
+        out = []
+        for dep in got.includes if got else ():
+            if os.path.realpath(dep) == os.path.realpath(path):
+                continue
+            try:
+                out.append(parse(read_text(dep), dep))
+            except (OcclintError, OSError):
+                continue
+        return out
+
     def lint(self, uri: str) -> list[Finding]:
         from occlint.engine import lint_build_file, lint_source
 
@@ -80,7 +98,8 @@ class OcclintServer(LanguageServer):
         path, text = doc.path, doc.source.replace("\r\n", "\n")
         config = self.config_for(path)
         if path.endswith(CUDA_SUFFIXES):
-            return lint_source(text, path, self.usage_for(uri, text), config)
+            return lint_source(text, path, self.usage_for(uri, text), config,
+                               project=self.project_for(uri, path))
         if BUILD_FILES.fullmatch(os.path.basename(path)):
             return lint_build_file(text, path, config)
         return []
@@ -108,7 +127,8 @@ class OcclintServer(LanguageServer):
         report = collect_usage([path], self.config_for(path))
         if report.notice:
             self.notice(report.notice.removeprefix("occlint: notice: "))
-        self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)))
+        self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)),
+                                      tuple(report.project_files()))
 
     async def compile_and_publish(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)

@@ -73,6 +73,12 @@ def test_objects_identical_and_sidecars_written(builds):
     assert (block.kernel, block.template_args, block.static_smem, block.barriers) == (
         "block_sum", ("256",), 1024, 1)
     assert block.registers > 0 and scale.registers > 0
+    # the build's own dependency file (read before Ninja consumes it): a unit's headers, so that
+    # `occlint report` sees the kernels defined in them
+    from occlint.toolchain.sidecar import load_sidecar_includes, read_sidecar
+    data = read_sidecar(str(launched / OBJECTS[1]) + ".occlint.json")
+    assert str((src / "include" / "block.cuh").resolve()) in data["includes"]
+    assert str((src / "include" / "block.cuh").resolve()) in load_sidecar_includes(launched)
 
 
 def test_report_usage(builds):

@@ -73,11 +73,28 @@ def record(cmd: list[str]) -> str | None:
     records = []
     for arch, cubin in scan.cubins:
         records.extend(cubin_records(cubin, arch))
-    path = write_sidecar(obj, sources, records, LACKS, scan.compressed)
+    path = write_sidecar(obj, sources, records, LACKS, scan.compressed, depfile_includes(cmd))
     if scan.compressed:
         print(f"occlint: warning: {obj}: compressed cubins for {', '.join(scan.compressed)} "
               "skipped (install `zstandard` to read them)", file=sys.stderr)
     return path
+
+
+def depfile_includes(cmd: list[str]) -> list[str]:
+    """The files the compile read, from the build's own dependency file (`-MF FILE` or
+    `--dependency-output FILE`, read before Ninja consumes it), as absolute paths."""
+    dep = None
+    for i, arg in enumerate(cmd):
+        if arg in ("-MF", "--dependency-output") and i + 1 < len(cmd):
+            dep = cmd[i + 1]
+        elif arg.startswith(("-MF=", "--dependency-output=")):
+            dep = arg.split("=", 1)[1]
+    if not dep or not os.path.isfile(dep):
+        return []
+    from occlint.toolchain.cache import parse_depfile
+    with open(dep, encoding="utf-8", errors="replace") as fh:
+        paths = parse_depfile(fh.read())
+    return [os.path.realpath(p) for p in paths[1:]]
 
 
 def run(args) -> int:

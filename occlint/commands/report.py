@@ -59,7 +59,8 @@ def run(args) -> int:
         raise OcclintError(f"unknown format `{args.output_format}` (one of: {', '.join(EMITTERS)})")
     keyed = {_shown(s): us for s, us in usage.items()}
     paths = args.paths or [p for p in keyed if os.path.exists(p)]
-    result = lint_paths(paths, config, usage=keyed)
+    from occlint.toolchain.sidecar import load_sidecar_includes
+    result = lint_paths(paths, config, usage=keyed, includes=load_sidecar_includes(args.build_dir))
     for notice in result.notices:
         print(notice if notice.startswith("occlint:") else f"occlint: notice: {notice}",
               file=sys.stderr)

@@ -58,13 +58,8 @@ class UsageReport:
     def project_files(self) -> list[str]:
         """The files the compiled units include that belong to the user's project (not the
         toolkit's, the system's or a wheel's): their kernels are visible to the units."""
-        skip = [p for p in _system_prefixes(self.nvcc) if p]
-        out: dict[str, None] = {}
-        for deps in self.includes.values():
-            for dep in deps[1:]:
-                if not dep.startswith(tuple(skip)):
-                    out.setdefault(dep)
-        return list(out)
+        from occlint.toolchain.includers import user_files
+        return user_files([d for deps in self.includes.values() for d in deps[1:]], self.nvcc)
 
     def usage_for(self, path: str) -> tuple[Usage, ...]:
         """Usage for a .cu, or for a header: everything from the units that include it."""
@@ -77,16 +72,6 @@ class UsageReport:
                 for u in self.usages.get(unit, ()):
                     seen.setdefault((u.mangled, u.arch), u)
         return tuple(seen.values())
-
-
-def _system_prefixes(nvcc: Nvcc | None) -> list[str]:
-    import sys
-
-    out = ["/usr/include/", "/usr/lib/", "/usr/local/include/",
-           os.path.realpath(sys.prefix) + os.sep, os.path.realpath(sys.base_prefix) + os.sep]
-    if nvcc is not None:
-        out.append(os.path.dirname(os.path.dirname(nvcc.path)) + os.sep)
-    return out
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:
@@ -229,9 +214,9 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         report.archs = archs_for(config)
         return report
     report.nvcc = nvcc
-    check_host_compiler(nvcc)
     libs = libraries.wheel_include_dirs()
     plans = {unit: unit_command(unit, config, libs) for unit in units}
+    check_host_compiler(nvcc, plans.values())
     _check_archs(plans, config, nvcc, report)
     report.archs = tuple(dict.fromkeys(a for p in plans.values() for a in p.archs))
     report.unit_archs = {u: p.archs for u, p in plans.items()}
@@ -282,7 +267,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         raise
     pool.shutdown()
     if cache is not None:
-        includers.remember(cache, report.includes)
+        includers.remember(cache, report.includes, nvcc)
         if cache.writes:
             cache.evict()
     major = _major(nvcc.version)
@@ -361,10 +346,13 @@ def host_compiler_hint(nvcc: Nvcc) -> str:
     return f" (host compiler {nvcc.host_compiler}; `occlint doctor` shows the toolchain)"
 
 
-def check_host_compiler(nvcc: Nvcc) -> None:
+def check_host_compiler(nvcc: Nvcc, plans=()) -> None:
     """nvcc preprocesses every file with the host compiler: without one nothing compiles, which
-    is a broken tool (exit 2), never a finding in the user's code."""
-    if not nvcc.host_compiler:
+    is a broken tool (exit 2), never a finding in the user's code. (A command that names its own
+    with -ccbin is checked by nvcc itself: `_raise_if_tool_broken`.)"""
+    names_own = any(f in ("-ccbin", "--compiler-bindir") or f.startswith(("-ccbin=", "--compiler-bindir="))
+                    for plan in plans for f in plan.flags)
+    if not nvcc.host_compiler and not names_own:
         raise OcclintError(
             f"nvcc {nvcc.version} ({nvcc.path}) needs a host compiler and none was found: "
             "install g++ (it must be on PATH), or set `nvcc-flags = [\"-ccbin\", \"/path/to/g++\"]`; "

@@ -36,7 +36,7 @@ def _load(cache) -> dict[str, list[str]]:
             if isinstance(u, str) and isinstance(deps, list)}
 
 
-def remember(cache, includes: dict[str, tuple[str, ...]]) -> None:
+def remember(cache, includes: dict[str, tuple[str, ...]], nvcc=None) -> None:
     """Record each compiled unit's dependency list (atomic; never fails a lint)."""
     if not includes:
         return
@@ -44,7 +44,7 @@ def remember(cache, includes: dict[str, tuple[str, ...]]) -> None:
     changed = False
     for unit, deps in includes.items():
         key = os.path.realpath(unit)
-        value = [d for d in deps[1:] if not d.startswith("/usr/")]
+        value = user_files(deps[1:], nvcc)
         if known.get(key) != value:
             known[key] = value
             changed = True
@@ -63,6 +63,39 @@ def remember(cache, includes: dict[str, tuple[str, ...]]) -> None:
             raise
     except OSError:
         pass
+
+
+def user_files(deps, nvcc=None) -> list[str]:
+    """The files among `deps` that belong to the user's project: not the system's (/usr), not
+    the running Python's (wheels), not a CUDA toolkit's (a folder with bin/nvcc above them)."""
+    import sys
+
+    skip = ["/usr/", os.path.realpath(sys.prefix) + os.sep, os.path.realpath(sys.base_prefix) + os.sep]
+    if nvcc is not None:
+        skip.append(os.path.dirname(os.path.dirname(nvcc.path)) + os.sep)
+    return [d for d in dict.fromkeys(deps) if not d.startswith(tuple(skip)) and not _in_toolkit(d)]
+
+
+_TOOLKIT_DIRS: dict[str, bool] = {}
+
+
+def _in_toolkit(path: str) -> bool:
+    folder = os.path.dirname(path)
+    trail = []
+    while folder not in _TOOLKIT_DIRS:
+        trail.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            _TOOLKIT_DIRS[folder] = False
+            break
+        if os.path.isfile(os.path.join(folder, "bin", "nvcc")):
+            _TOOLKIT_DIRS[folder] = True
+            break
+        folder = parent
+    found = _TOOLKIT_DIRS[folder]
+    for f in trail:
+        _TOOLKIT_DIRS[f] = found
+    return found
 
 
 def _nearest(header: str, units: list[str]) -> list[str]:

@@ -16,7 +16,7 @@ def sidecar_path(obj: str) -> str:
 
 
 def write_sidecar(obj: str, sources: list[str], records: list[dict], lacks: tuple[str, ...],
-                  compressed: list[str]) -> str:
+                  compressed: list[str], includes: list[str] = ()) -> str:
     """Write atomically beside `obj` (records: cubin.cubin_records); returns the sidecar path."""
     data = {
         "format": FORMAT,
@@ -26,6 +26,7 @@ def write_sidecar(obj: str, sources: list[str], records: list[dict], lacks: tupl
         "lacks": list(lacks),                 # figures the cubin does not record
         "compressed_skipped": compressed,     # archs whose cubins could not be read
         "kernels": records,
+        "includes": list(includes),           # the files the compile read (its depfile)
     }
     path = sidecar_path(obj)
     tmp = f"{path}.{os.getpid()}.tmp"     # unique per process; no tempfile import per compile
@@ -49,6 +50,20 @@ def read_sidecar(path: str | os.PathLike) -> dict | None:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
     return data
+
+
+def load_sidecar_includes(build_dir: str | os.PathLike) -> list[str]:
+    """Every file the recorded compiles read (their dependency lists), in a stable order."""
+    out: dict[str, None] = {}
+    for dirpath, dirnames, filenames in os.walk(build_dir):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith(SUFFIX):
+                data = read_sidecar(os.path.join(dirpath, name)) or {}
+                for inc in data.get("includes", []) if isinstance(data.get("includes"), list) else []:
+                    if isinstance(inc, str):
+                        out.setdefault(inc)
+    return list(out)
 
 
 def load_sidecars(build_dir: str | os.PathLike) -> dict[str, tuple]:

@@ -1,0 +1,316 @@
+"""Real projects with zero configuration: the compilation database found per file, per-unit
+flags and archs, header kernels through dependency lists, library headers from wheels, broken
+tools, ptxas's own error lines, `doctor FILE`. The nvcc tests run the real CLI the way pre-commit
+does: explicit paths from the repository root, no occlint config."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+from occlint.config import Config
+from occlint.toolchain import database
+from occlint.toolchain.flags import archs_in_args, unit_command
+from occlint.toolchain.libraries import explain_missing, package_for, wheel_include_dirs
+from occlint.toolchain.ptxas import parse_errors
+
+
+def _db(folder: Path, *entries: tuple[str, str]) -> Path:
+    """compile_commands.json in `folder` with (file, extra flags) entries; nvcc from PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = [{"directory": str(folder), "file": str(f),
+             "command": f"nvcc {flags} -c {f} -o {os.path.basename(str(f))}.o"} for f, flags in entries]
+    (folder / "compile_commands.json").write_text(json.dumps(data))
+    return folder / "compile_commands.json"
+
+
+# --- discovery (no nvcc) -----------------------------------------------------------------------
+
+
+def test_database_is_found_walking_up_from_each_file(tmp_path):
+    (tmp_path / "a" / "deep").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    unit = tmp_path / "a" / "deep" / "k.cu"
+    other = tmp_path / "b" / "o.cu"
+    for f in (unit, other):
+        f.write_text("")
+    root_db = _db(tmp_path / "build-release", (unit, "-DROOT"))
+    config = Config(root=str(tmp_path / "b"))     # the config root is not where the file is
+    assert database.find_for(str(unit), config) == str(root_db)
+    # a database beside a closer ancestor wins; compile_commands.json beats build*/ in one folder
+    near = _db(tmp_path / "a" / "build", (unit, "-DNEAR"))
+    database.forget_folders()
+    assert database.find_for(str(unit), config) == str(near)
+    direct = _db(tmp_path / "a", (unit, "-DDIRECT"))
+    database.forget_folders()
+    assert database.find_for(str(unit), config) == str(direct)
+    assert "-DDIRECT" in unit_command(str(unit), config).flags
+    # the other folder still walks up to the root's build-release/
+    assert database.find_for(str(other), config) == str(root_db)
+    # the config's compile-commands wins over discovery
+    pinned = Config(root=str(tmp_path), compile_commands="build-release")
+    assert database.find_for(str(unit), pinned) == str(root_db)
+
+
+def test_a_file_without_an_entry_borrows_the_closest_command(tmp_path):
+    src = tmp_path / "src"
+    (src / "ops").mkdir(parents=True)
+    (tmp_path / "tools").mkdir()
+    conv = src / "ops" / "conv.cu"
+    gemm = src / "ops" / "gemm.cu"
+    tool = tmp_path / "tools" / "t.cu"
+    _db(tmp_path / "build", (gemm, "-DGEMM"), (conv, "-DCONV"), (tool, "-DTOOL"))
+    config = Config(root=str(tmp_path))
+    # a header borrows from the unit with its stem in its folder
+    header = src / "ops" / "conv.cuh"
+    entry = database.entry_for(str(header), config)
+    assert entry.borrowed_from == str(conv) and entry.file == str(header)
+    # a new unit borrows from its folder, never from a farther one
+    new = src / "ops" / "new.cu"
+    assert database.entry_for(str(new), config).borrowed_from in {str(conv), str(gemm)}
+    flags = unit_command(str(new), config).flags
+    assert "-DTOOL" not in flags and str(conv) not in flags and str(gemm) not in flags
+    # no entry in the folder: the longest common path
+    (src / "ops" / "x").mkdir()
+    assert database.entry_for(str(src / "ops" / "x" / "y.cuh"), config).borrowed_from in {
+        str(conv), str(gemm)}
+    assert database.entry_for(str(tmp_path / "tools" / "sub" / "z.cu"), config).borrowed_from == str(tool)
+
+
+@pytest.mark.parametrize(("args", "archs"), [
+    (["nvcc", "-arch=sm_90a", "-c", "x.cu"], ["sm_90a"]),
+    (["nvcc", "-arch", "sm_100a", "x.cu"], ["sm_100a"]),
+    (["nvcc", "--gpu-architecture=sm_100f"], ["sm_100f"]),
+    (["nvcc", "-arch=compute_80", "-code=sm_80,sm_86"], ["sm_80", "sm_86"]),
+    (["nvcc", "--generate-code=arch=compute_75,code=[compute_75]",
+      "--generate-code=arch=compute_86,code=[sm_86]", "-gencode", "arch=compute_120a,code=sm_120a",
+      "-gencode=arch=compute_90a,code=[compute_90a,sm_90a]"], ["sm_75", "sm_86", "sm_120a", "sm_90a"]),
+    (["nvcc", "-arch=native"], []),
+    (["nvcc", "-arch=all-major"], []),
+])
+def test_archs_of_one_command(args, archs):
+    assert archs_in_args(args) == archs
+
+
+def test_each_unit_gets_its_own_commands_archs_and_overrides_win(tmp_path):
+    hopper = tmp_path / "hopper.cu"
+    blackwell = tmp_path / "blackwell.cu"
+    native = tmp_path / "native.cu"
+    _db(tmp_path, (hopper, "-arch=sm_90a"), (blackwell, "-gencode arch=compute_100a,code=sm_100a"),
+        (native, "-arch=native"))
+    config = Config(root=str(tmp_path))
+    assert unit_command(str(hopper), config).archs == ("sm_90a",)
+    assert unit_command(str(blackwell), config).archs == ("sm_100a",)
+    assert unit_command(str(native), config).archs == ("sm_90",)       # the default GPU's
+    assert unit_command(str(native), Config(root=str(tmp_path), gpu="a100")).archs == ("sm_80",)
+    forced = Config(root=str(tmp_path), arch=("sm_86",))
+    assert {unit_command(str(f), forced).archs for f in (hopper, blackwell, native)} == {("sm_86",)}
+
+
+# --- library headers (no nvcc) -------------------------------------------------------------------
+
+
+def _wheels(site: Path) -> tuple[Path, Path]:
+    """A site-packages with a CUDA 12 cuBLAS wheel and a CUDA 13 wheel's merged include folder."""
+    cu12 = site / "nvidia" / "cublas" / "include"
+    cu13 = site / "nvidia" / "cu13" / "include"
+    for folder in (cu12, cu13, site / "nvidia" / "cuda_runtime" / "include"):
+        folder.mkdir(parents=True)
+    return cu12, cu13
+
+
+def test_wheel_include_dirs_cu12_and_cu13_layouts_without_the_toolkits_own(tmp_path):
+    cu12, cu13 = _wheels(tmp_path / "site-packages")
+    assert wheel_include_dirs([str(tmp_path / "site-packages")]) == [str(cu13), str(cu12)]
+
+
+def test_missing_header_names_the_package():
+    msg = 'app.cu(3): catastrophic error: cannot open source file "cublas_v2.h"'
+    assert explain_missing(msg, 13) == ("`cublas_v2.h` not found: part of cuBLAS "
+                                        "(`pip install nvidia-cublas`), or add its folder to "
+                                        "`include-dirs`")
+    assert "nvidia-cudnn-cu12" in explain_missing("cudnn.h: No such file or directory", 12)
+    assert package_for("cutlass/gemm/device/gemm.h") == ("CUTLASS", "nvidia-cutlass")
+    assert "`helper_cuda.h` not found" in explain_missing(
+        'x.cu(1): catastrophic error: cannot open source file "helper_cuda.h"')
+    assert explain_missing("expected a ;") == "expected a ;"
+
+
+# --- ptxas's own lines (recorded output) ---------------------------------------------------------
+
+
+def test_ptxas_failure_quotes_ptxas_line_not_the_summary():
+    out = ("ptxas /tmp/tmpxft_1-6_w.ptx, line 20; error   : Instruction 'wgmma.fence' not "
+           "supported on .target 'sm_100a'\n"
+           "ptxas /tmp/tmpxft_1-6_w.ptx, line 20; error   : Instruction 'wgmma.fence' cannot be "
+           "compiled for architecture 'sm_100a'\n"
+           "ptxas fatal   : Ptx assembly aborted due to errors\n")
+    (err,) = parse_errors(out, "w.cu", "sm_100a")
+    assert err.message == "Instruction 'wgmma.fence' not supported on .target 'sm_100a'"
+    assert err.kind == "ptxas"
+
+
+# --- the real CLI and nvcc, pre-commit style ---------------------------------------------------------
+
+KERN = """\
+#pragma once
+__global__ void __launch_bounds__(256) scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+"""
+MAIN = """\
+#include "kern.cuh"
+#include <sizes.h>
+void run(float* x) {
+    scale<<<4096, 1024>>>(x, 2.0f, SIZE);
+}
+"""
+WGMMA = '__global__ void fence() { asm volatile("wgmma.fence.sync.aligned;"); }\n'
+BLACKWELL = "__global__ void plain(float* p) { p[threadIdx.x] = 1.0f; }\n"
+
+
+@pytest.fixture
+def repo(tmp_path, nvcc_path):
+    """A CMake-style tree: sources under src/, the database in build/, an include folder only
+    the database names; sm_90a and sm_100a units side by side."""
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "src"
+    (src / "arch").mkdir(parents=True)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "sizes.h").write_text("#define SIZE 409600\n")
+    (src / "kern.cuh").write_text(KERN)
+    (src / "main.cu").write_text(MAIN)
+    (src / "arch" / "hopper.cu").write_text(WGMMA)
+    (src / "arch" / "blackwell.cu").write_text(BLACKWELL)
+    build = tmp_path / "build"
+    build.mkdir()
+    inc = f"-I{tmp_path / 'include'}"
+    (build / "compile_commands.json").write_text(json.dumps([
+        {"directory": str(build), "file": str(src / "main.cu"),
+         "command": f"{nvcc_path} {inc} -arch=sm_80 -x cu -c {src / 'main.cu'} -o main.o"},
+        {"directory": str(build), "file": str(src / "arch" / "hopper.cu"),
+         "command": f"{nvcc_path} -gencode arch=compute_90a,code=sm_90a -c "
+                    f"{src / 'arch' / 'hopper.cu'} -o hopper.o"},
+        {"directory": str(build), "file": str(src / "arch" / "blackwell.cu"),
+         "command": f"{nvcc_path} -arch=sm_100a -c {src / 'arch' / 'blackwell.cu'} -o blackwell.o"},
+    ]))
+    return tmp_path
+
+
+def _json(cwd, *args, env=None):
+    r = run_cli("check", "--output-format", "json", *args, cwd=cwd, env=env)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    return json.loads(r.stdout), r
+
+
+def test_pre_commit_style_run_uses_each_units_database_entry_and_archs(repo):
+    findings, r = _json(repo, "src/main.cu", "src/arch/hopper.cu", "src/arch/blackwell.cu")
+    codes = {(f["filename"].split("/")[-1], f["code"]) for f in findings}
+    assert not [f for f in findings if f["code"] == "OCC900"], r.stdout
+    # the header's __launch_bounds__ is seen through main.cu's dependency list
+    assert ("main.cu", "OCC032") in codes
+    # sm_80 from main.cu's own command, not the union of every command
+    assert {f["arch"] for f in findings if f["filename"].endswith("main.cu")} <= {"sm_80", None}
+
+
+def test_a_header_given_alone_is_measured_through_its_includers(repo, monkeypatch):
+    from occlint.config import load_config
+    from occlint.toolchain import collect_usage
+
+    monkeypatch.chdir(repo)
+    report = collect_usage(["src/kern.cuh"], load_config(start="src/kern.cuh"))
+    assert report.borrowed == {"src/main.cu": "src/kern.cuh"}
+    (usage,) = report.usage_for("src/kern.cuh")
+    assert (usage.kernel, usage.arch) == ("scale", "sm_80")
+    assert report.archs_of("src/kern.cuh") == ("sm_80",)
+
+
+def test_missing_library_header_names_the_package_then_a_wheel_provides_it(repo, tmp_path_factory):
+    (repo / "src" / "blas.cu").write_text('#include <cublas_v2.h>\n__global__ void k(float* p) '
+                                          '{ p[0] = BLAS_OK; }\n')
+    findings, _ = _json(repo, "src/blas.cu")
+    (err,) = [f for f in findings if f["code"] == "OCC900"]
+    assert "`cublas_v2.h` not found: part of cuBLAS (`pip install nvidia-cublas" in err["message"]
+    # a cu12-layout wheel on the path: found after the build's own -I folders
+    site = tmp_path_factory.mktemp("env") / "site-packages"
+    cu12, _cu13 = _wheels(site)
+    (cu12 / "cublas_v2.h").write_text("#define BLAS_OK 1.0f\n")
+    (cu12 / "sizes.h").write_text('#error "the wheel must not shadow the build\'s -I"\n')
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    findings, r = _json(repo, "src/blas.cu", "src/main.cu", env=env)
+    assert not [f for f in findings if f["code"] == "OCC900"], r.stdout
+    doctor = run_cli("doctor", env=env, cwd=repo)
+    assert str(cu12) in doctor.stdout
+
+
+def test_ptxas_error_quotes_ptxas(repo):
+    findings, _ = _json(repo, "--arch", "sm_100a", "src/arch/hopper.cu")
+    (err,) = [f for f in findings if f["code"] == "OCC900"]
+    assert "Instruction 'wgmma.fence' not supported on .target 'sm_100a'" in err["message"]
+    assert "aborted" not in err["message"]
+
+
+def test_no_host_compiler_is_one_error_and_exit_2(repo, tmp_path_factory, nvcc_path):
+    bare = tmp_path_factory.mktemp("bin")      # a PATH with nvcc but no g++/gcc
+    os.symlink(nvcc_path, bare / "nvcc")
+    for tool in ("sh", "dirname", "uname", "cat", "env"):
+        found = shutil.which(tool)
+        if found:
+            os.symlink(found, bare / tool)
+    r = run_cli("check", "src/main.cu", cwd=repo, env={"PATH": str(bare)})
+    assert r.returncode == 2, r.stdout + r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("occlint: error:")]
+    assert len(errors) == 1 and "host compiler" in errors[0], r.stderr
+    assert "OCC900" not in r.stdout
+
+
+def test_a_missing_ccbin_in_the_build_is_a_broken_tool_not_a_finding(repo):
+    db = repo / "build" / "compile_commands.json"
+    data = json.loads(db.read_text())
+    data[0]["command"] = data[0]["command"].replace(" -arch", " -ccbin /nonexistent/g++ -arch")
+    db.write_text(json.dumps(data))
+    r = run_cli("check", "--no-cache", "src/main.cu", cwd=repo)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Failed to preprocess host compiler properties" in r.stderr
+    assert "OCC900" not in r.stdout
+
+
+def test_doctor_file_prints_the_exact_command_and_the_entry(repo, nvcc_path):
+    r = run_cli("doctor", "src/main.cu", "src/kern.cuh", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert f"{repo / 'build' / 'compile_commands.json'}: this file's own" in out
+    assert "-arch=sm_80 -x cu -c" in out                               # the entry, as written
+    assert "-cubin -arch=sm_80 -Xptxas -v" in out and f"-I{repo / 'include'}" in out
+    assert f"borrowed from {repo / 'src' / 'main.cu'}" in out          # the header's entry
+    assert "nvcc found" in out and "<- chosen" in out
+
+
+def test_pre_commit_hooks_run_serially_on_every_suffix_discovery_covers(tmp_path, monkeypatch):
+    """pre-commit's own manifest loader and file classifier (types from `identify`)."""
+    from types import SimpleNamespace
+
+    from pre_commit.clientlib import load_manifest
+    from pre_commit.commands.run import Classifier
+
+    from occlint.discover import CUDA_SUFFIXES
+
+    names = [f"src/k{suffix}" for suffix in CUDA_SUFFIXES] + [
+        "CMakeLists.txt", "build/compile_commands.json", "README.md", "k.cpp"]
+    monkeypatch.chdir(tmp_path)
+    for name in names:
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
+        Path(name).write_text("x\n")
+    hooks = load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
+    assert {h["id"] for h in hooks} == {"occlint", "occlint-fix"}
+    for hook in hooks:
+        assert hook["require_serial"] is True
+        picked = Classifier(names).filenames_for_hook(SimpleNamespace(**hook))
+        assert set(picked) == set(names) - {"README.md", "k.cpp"}, hook["id"]
