@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from occlint import checks, registry
-from occlint.config import Config, target_archs
+from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.facts import Project, build_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
@@ -102,11 +102,6 @@ def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
     return findings
 
 
-def archs_to_evaluate(config: Config, usage: Sequence[Usage]) -> tuple[str, ...]:
-    """The configured archs, else those the compiler reported, else the default."""
-    return config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
-
-
 def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
                 source: SourceFile | None = None, compile_errors: Sequence[CompileError] = (),
                 project: Sequence[SourceFile] = ()) -> list[Finding]:
@@ -118,7 +113,8 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     if source is None:
         from occlint.source import parse
         source = parse(text, path)
-    archs = archs_to_evaluate(config, usage)
+    from occlint.toolchain.flags import archs_for
+    archs = archs_for(config, usage=usage)
     facts = build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
     for code, fn in checks.CHECKS.items():
@@ -169,9 +165,6 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.discover import discover
 
     result = LintResult()
-    if not config.arch and config.gpu != Config.gpu:    # a named GPU: its arch, even over sidecars
-        from occlint.toolchain import archs_for
-        config = dataclasses.replace(config, arch=archs_for(config))
     sources, builds = discover(paths, config)
     texts: dict[str, str] = {}
     for path in [*sources, *builds]:
@@ -194,9 +187,11 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
             if target is not None:
                 errors_by_file.setdefault(target, []).append(err)
     per_unit = not config.arch and report is not None and bool(report.unit_archs)
-    if not config.arch:
-        config = _with_archs(config, usage, report)
     all_usage = [u for us in usage.values() for u in us]
+    if not config.arch:      # decided once for the run: every file evaluates the same archs
+        from occlint.toolchain.flags import archs_for
+        archs = report.archs if report is not None and report.archs else archs_for(config, usage=all_usage)
+        config = dataclasses.replace(config, arch=tuple(archs))
     from occlint.source import parse
     parsed = {path: parse(texts[path], path) for path in cuda}
     from occlint.toolchain.includers import user_files
@@ -241,18 +236,6 @@ def _included(deps: Sequence[str], parsed: Mapping[str, SourceFile]) -> list[Sou
 
 
 _PROJECT_SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
-
-
-def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]], report=None) -> Config:
-    archs = tuple(report.archs) if report is not None and report.archs else \
-        tuple(sorted({u.arch for us in usage.values() for u in us}))
-    if not archs:
-        try:
-            from occlint.toolchain import archs_for
-            archs = tuple(archs_for(config))
-        except Exception:
-            archs = ()
-    return dataclasses.replace(config, arch=archs or target_archs(config))
 
 
 def _match_path(path: str, candidates: Sequence[str]) -> str | None:

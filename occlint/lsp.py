@@ -211,9 +211,9 @@ def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAc
 def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> str | None:
     """Per-arch registers, occupancy and limiter of the kernel named at `offset`, or None."""
     from occlint import occupancy
-    from occlint.engine import archs_to_evaluate
     from occlint.facts import build_facts, primary_limiter
     from occlint.source import parse
+    from occlint.toolchain.flags import archs_for
 
     sf = parse(text, path)
     name = None
@@ -227,7 +227,7 @@ def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> 
                         launch.callee)
     if name is None:
         return None
-    archs = archs_to_evaluate(config, usage)
+    archs = archs_for(config, usage=usage)
     facts = build_facts(sf, usage, config, archs)
     kf = next((kf for kf in facts.kernels if kf.kernel.qualname == name), None)
     if kf is None:

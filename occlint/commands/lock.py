@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from occlint.commands.baseline import add_lint_arguments
+from occlint.commands.options import add_lint_arguments, load
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,6 @@ def run(args) -> int:
     import sys
 
     from occlint import lock
-    from occlint.commands.check import load
     from occlint.discover import discover
     from occlint.engine import read_text
     from occlint.errors import OcclintError
