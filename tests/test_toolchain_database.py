@@ -126,6 +126,10 @@ def _wheels(site: Path) -> tuple[Path, Path]:
 
 def test_wheel_include_dirs_cu12_and_cu13_layouts_without_the_toolkits_own(tmp_path):
     cu12, cu13 = _wheels(tmp_path / "site-packages")
+    (cu13 / "cuda_runtime.h").write_text("")
+    # nvidia/cu13/include holding only the pip toolkit's headers is not a library folder
+    assert wheel_include_dirs([str(tmp_path / "site-packages")]) == [str(cu12)]
+    (cu13 / "cublasLt.h").write_text("")
     assert wheel_include_dirs([str(tmp_path / "site-packages")]) == [str(cu13), str(cu12)]
 
 

@@ -73,12 +73,23 @@ def wheel_include_dirs(bases: list[str] | None = None) -> list[str]:
                         key=lambda n: -int(n[2:]))
         for name in merged + [n for n in names if n not in merged and n not in _TOOLKIT]:
             inc = os.path.join(root, name, "include")
-            if os.path.isdir(inc):
+            # a merged folder (nvidia/cu13) is also the pip toolkit's own: only worth searching
+            # when a library wheel has added its headers there
+            if os.path.isdir(inc) and (name not in merged or _has_library(inc)):
                 out.append(inc)
         cutlass = os.path.join(base, "cutlass_library", "source", "include")
         if os.path.isdir(cutlass):
             out.append(cutlass)
     return list(dict.fromkeys(out))
+
+
+def _has_library(folder: str) -> bool:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any((package_for(n) or ("", ""))[0] not in ("", "NVRTC", "CUPTI", "NVTX")
+               for n in names if n.endswith(".h") or n in ("cutlass", "cute"))
 
 
 def include_flags(dirs: list[str]) -> list[str]:
