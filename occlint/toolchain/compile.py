@@ -194,6 +194,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     from occlint.toolchain import database, includers, libraries
 
     database.forget_folders()
+    includers.forget()
     files = expand_paths(paths)
     units = [f for f in files if f.endswith(UNITS)]
     lone_headers = [f for f in files if not f.endswith(UNITS)]

@@ -118,13 +118,25 @@ def _textual(header: str, config: Config) -> list[str]:
         return []
     name = re.escape(os.path.basename(header))
     pattern = re.compile(rf'^\s*#\s*include\s*[<"](?:[^">]*/)?{name}[">]', re.M)
-    out = []
-    for unit in db.units():
+    return [unit for unit in db.units() if pattern.search(_text(unit))]
+
+
+_TEXTS: dict[str, str] = {}
+
+
+def forget() -> None:
+    """Forget unit texts read by an earlier run (the language server lives long)."""
+    _TEXTS.clear()
+
+
+def _text(path: str) -> str:
+    """A unit's text, read once per process (several lone headers ask about the same units)."""
+    if path not in _TEXTS:
+        _TEXTS[path] = ""
         with contextlib.suppress(OSError):
-            with open(unit, encoding="utf-8", errors="replace") as fh:
-                if pattern.search(fh.read()):
-                    out.append(unit)
-    return out
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                _TEXTS[path] = fh.read()
+    return _TEXTS[path]
 
 
 def for_headers(headers: list[str], units: list[str], config: Config, cache) -> list[tuple[str, str]]:
