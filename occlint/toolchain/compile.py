@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from occlint.config import Config
+from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
@@ -28,8 +29,6 @@ from occlint.toolchain.flags import (
 from occlint.toolchain.ptxas import parse_errors, parse_usage
 from occlint.toolchain.safe import WARNINGS, private_tmpdir, stage
 
-UNITS = (".cu",)
-HEADERS = (".cuh", ".h", ".hpp", ".hh", ".inl")
 SKIPPED_CHECKS = "register, spill and static shared memory checks"
 NO_NVCC_NOTICE = (
     "occlint: notice: nvcc not found, so the {checks} were skipped (source-only checks ran). "
@@ -69,7 +68,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
             for dirpath, dirnames, filenames in os.walk(p):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 out.extend(os.path.join(dirpath, f) for f in sorted(filenames)
-                           if f.endswith(UNITS + HEADERS))
+                           if is_unit(f) or is_header(f))
         else:
             out.append(p)
     return list(dict.fromkeys(out))
@@ -192,7 +191,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     archs = archs_for(config, entries)
     report = UsageReport(archs=archs)
     files = expand_paths(paths)
-    units = [f for f in files if f.endswith(UNITS)]
+    units = [f for f in files if is_unit(f)]
     if not units:
         return report
     nvcc = nvcc or find_nvcc(config, entries)
