@@ -16,14 +16,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from occlint import checks, registry
+from occlint import checks, noqa, registry
 from occlint.config import Config
 from occlint.errors import OcclintError
-from occlint.facts import Project, build_facts
+from occlint.facts import build_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
 
-_FILE_NOQA = re.compile(r"//\s*occlint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?", re.I)
-_LINE_NOQA = re.compile(r"(?://|/\*)\s*noqa\b(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.I)
 
 
 @dataclass
@@ -33,49 +31,6 @@ class LintResult:
     notices: list[str] = field(default_factory=list)        # e.g. "nvcc not found: ..."
     errors: list[str] = field(default_factory=list)         # files that could not be read
     sources: dict[str, str] = field(default_factory=dict)   # path -> text (for emitters, --fix)
-
-
-# --- suppression -----------------------------------------------------------------------------------
-
-
-def _codes(text: str | None) -> frozenset[str] | None:
-    if not text:
-        return None                                      # bare: every code
-    return frozenset(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
-
-
-def noqa_map(text: str) -> tuple[frozenset[str] | bool | None, dict[int, frozenset[str] | None]]:
-    """(file-level codes, {line: codes}); codes None = everything, False = no file-level noqa."""
-    file_level: frozenset[str] | bool | None = False
-    lines: dict[int, frozenset[str] | None] = {}
-    if "noqa" not in text.lower():
-        return file_level, lines
-    for number, line in enumerate(text.splitlines(), 1):
-        if "noqa" not in line.lower():
-            continue
-        m = _FILE_NOQA.search(line)
-        if m:
-            codes = _codes(m.group("codes"))
-            if codes is None or file_level is None:
-                file_level = None
-            else:
-                file_level = (file_level or frozenset()) | codes
-            continue
-        m = _LINE_NOQA.search(line)
-        if m:
-            lines[number] = _codes(m.group("codes"))
-    return file_level, lines
-
-
-def _silenced(code: str, codes: frozenset[str] | None) -> bool:
-    return codes is None or any(code.startswith(c) for c in codes)
-
-
-def suppressed(code: str, lines: Sequence[int], noqa) -> bool:
-    file_level, by_line = noqa
-    if file_level is not False and _silenced(code, file_level):
-        return True
-    return any(line in by_line and _silenced(code, by_line[line]) for line in lines)
 
 
 # --- findings --------------------------------------------------------------------------------------
@@ -95,9 +50,9 @@ def to_finding(hit: checks.Hit, path: str) -> Finding:
 
 def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
     """Hits -> Findings, minus suppressions, sorted by (line, column, code, arch)."""
-    noqa = noqa_map(text)
+    silenced = noqa.read(text)
     findings = [to_finding(h, path) for h in hits
-                if not suppressed(h.code, (h.span.line, *h.noqa_lines), noqa)]
+                if not noqa.suppressed(h.code, (h.span.line, *h.noqa_lines), silenced)]
     findings.sort(key=lambda f: (f.span.line, f.span.column, f.code, f.arch or ""))
     return findings
 
@@ -162,7 +117,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
                jobs: int | None = None, includes: Sequence[str] = ()) -> LintResult:
     """Discover, read, compile (when `usage` is None) and lint every file under `paths`.
     `includes`: files the units include (with `usage` from sidecars: their dependency lists)."""
-    from occlint.discover import discover
+    from occlint.discover import discover, is_header
 
     result = LintResult()
     sources, builds = discover(paths, config)
@@ -192,20 +147,19 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         from occlint.toolchain.flags import archs_for
         archs = report.archs if report is not None and report.archs else archs_for(config, usage=all_usage)
         config = dataclasses.replace(config, arch=tuple(archs))
-    from occlint.source import parse
-    parsed = {path: parse(texts[path], path) for path in cuda}
+    from occlint.project import Project
     from occlint.toolchain.includers import user_files
     deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
-    project = Project([*parsed.values(), *_included(deps, parsed)])
+    project = Project.read({**_included(deps, cuda), **{path: texts[path] for path in cuda}})
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
             file_usage = list(report.usage_for(path))
-        elif not file_usage and path.endswith((".cuh", ".h", ".hpp")):
+        elif not file_usage and is_header(path):
             file_usage = all_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
-        result.findings.extend(lint_source(texts[path], path, file_usage, file_config, source=parsed[path],
+        result.findings.extend(lint_source(texts[path], path, file_usage, file_config, source=project[path],
                                            compile_errors=errors_by_file.get(path, ()),
                                            project=project))
         result.files.append(path)
@@ -219,23 +173,22 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     return result
 
 
-def _included(deps: Sequence[str], parsed: Mapping[str, SourceFile]) -> list[SourceFile]:
-    """The project files the compiled units include (from their dependency lists) that are not
-    linted in this run: parsed only so that their kernels are visible to the units' launches."""
-    from occlint.source import parse
-    seen = {os.path.realpath(p) for p in parsed}
-    out = []
+def _included(deps: Sequence[str], linted: Sequence[str]) -> dict[str, str]:
+    """path -> text of the project files the compiled units include (from their dependency
+    lists) that are not linted in this run: part of the Project only so that their kernels are
+    visible to the units' launches."""
+    from occlint.discover import is_cuda, is_header
+    seen = {os.path.realpath(p) for p in linted}
+    out: dict[str, str] = {}
     for dep in dict.fromkeys(deps):
-        if dep in seen or not dep.endswith(_PROJECT_SUFFIXES):
+        if dep in seen or not (is_cuda(dep) or is_header(dep) or dep.endswith((".hxx", ".inc"))):
             continue
         try:
-            out.append(parse(read_text(dep), dep))
+            out[dep] = read_text(dep)
         except (OcclintError, OSError):
             continue
     return out
 
-
-_PROJECT_SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
 
 
 def _match_path(path: str, candidates: Sequence[str]) -> str | None:

@@ -21,18 +21,16 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.workspace.position_codec import ServerTextPosition
 
-from occlint import __version__
+from occlint import __version__, noqa
+from occlint.buildfiles import is_build_file
 from occlint.config import Config, load_config
+from occlint.discover import is_cuda
 from occlint.errors import OcclintError
 from occlint.model import Finding, Span, Usage
 
-CUDA_SUFFIXES = (".cu", ".cuh")
-BUILD_FILES = re.compile(r"(CMakeLists\.txt|.*\.cmake|(GNU)?[Mm]akefile|.*\.mk|setup\.py|pyproject\.toml|"
-                         r"compile_commands\.json)$")
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "info": lsp.DiagnosticSeverity.Information}
 FIX_ALL = "source.fixAll.occlint"
-NOQA = re.compile(r"//\s*noqa:\s*[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*")
 
 
 def _digest(text: str) -> str:
@@ -97,10 +95,10 @@ class OcclintServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         path, text = doc.path, doc.source.replace("\r\n", "\n")
         config = self.config_for(path)
-        if path.endswith(CUDA_SUFFIXES):
+        if is_cuda(path):
             return lint_source(text, path, self.usage_for(uri, text), config,
                                project=self.project_for(uri, path))
-        if BUILD_FILES.fullmatch(os.path.basename(path)):
+        if is_build_file(path):
             return lint_build_file(text, path, config)
         return []
 
@@ -133,7 +131,7 @@ class OcclintServer(LanguageServer):
     async def compile_and_publish(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
         path = doc.path
-        if not path or not path.endswith(CUDA_SUFFIXES):
+        if not path or not is_cuda(path):
             return
         try:
             with open(path, encoding="utf-8") as fh:
@@ -177,14 +175,14 @@ def to_diagnostic(f: Finding, lines, codec) -> lsp.Diagnostic:
     )
 
 
-def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:
-    """Add `code` to the `// noqa: ...` on `line` (1-based), or append `  // noqa: CODE`."""
+def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit | None:
+    """Add `code` to the noqa comment on `line` (1-based), or append `  // noqa: CODE`
+    (occlint.noqa decides where); None when the line already silences it."""
     content = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
-    m = NOQA.search(content)
-    if m:
-        at, insert = m.end(), f", {code}"
-    else:
-        at, insert = len(content.rstrip()), f"  // noqa: {code}"
+    where = noqa.add_code(content, code)
+    if where is None:
+        return None
+    at, insert = where
     pos = lsp.Position(line=line - 1, character=len(content[:at].encode("utf-16-le")) // 2)
     return lsp.TextEdit(range=lsp.Range(start=pos, end=pos), new_text=insert)
 
@@ -316,20 +314,19 @@ def build_server() -> OcclintServer:
                     title=title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
                     is_preferred=fix.applicability == "safe",
                     edit=lsp.WorkspaceEdit(changes={uri: edits})))
-            if ("noqa", finding.code, finding.span.line) not in seen:
+            silence = noqa_edit(doc.source, finding.span.line, finding.code)
+            if silence is not None and ("noqa", finding.code, finding.span.line) not in seen:
                 seen.add(("noqa", finding.code, finding.span.line))
                 actions.append(lsp.CodeAction(
                     title=f"Add `// noqa: {finding.code}`", kind=lsp.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
-                    edit=lsp.WorkspaceEdit(changes={uri: [noqa_edit(doc.source, finding.span.line,
-                                                                    finding.code)]})))
+                    diagnostics=[diag], edit=lsp.WorkspaceEdit(changes={uri: [silence]})))
         return actions
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: OcclintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
-        if not doc.path or not doc.path.endswith(CUDA_SUFFIXES):
+        if not doc.path or not is_cuda(doc.path):
             return None
         text = doc.source.replace("\r\n", "\n")
         pos = doc.position_from_client_units(params.position)

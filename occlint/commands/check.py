@@ -33,6 +33,7 @@ def run(args) -> int:
     from occlint import baseline, diffbase, lock
     from occlint import fix as fixing
     from occlint.emit import EMITTERS, TEXT_FORMATS
+    from occlint.emit.encode import output_bytes
     from occlint.engine import lint_paths
     from occlint.errors import OcclintError
 
@@ -75,7 +76,7 @@ def run(args) -> int:
             else:
                 _write(path, new_text)
         if args.diff:
-            sys.stdout.write("".join(diffs))
+            _stdout(output_bytes("".join(diffs)))
             if fixed_count:
                 print(f"\nWould fix {fixed_count} finding{'s' * (fixed_count != 1)}.", file=sys.stderr)
             return 1 if fixed_count and not args.exit_zero else 0
@@ -86,13 +87,13 @@ def run(args) -> int:
         if file is None and args.statistics:     # like ruff: the counts replace the findings
             sys.stdout.write(_statistics(findings, as_json=name != "full" and name not in TEXT_FORMATS))
             continue
-        out = EMITTERS[name](findings, root=config.root, sources=result.sources)
+        out = output_bytes(EMITTERS[name](findings, root=config.root, sources=result.sources))
         if file is None:
-            sys.stdout.write(out)
+            _stdout(out)
             stdout_format = name
             continue
-        try:
-            with open(file, "w", encoding="utf-8") as fh:
+        try:     # rendered and encoded before the file is opened: a failure never truncates it
+            with open(file, "wb") as fh:
                 fh.write(out)
         except OSError as exc:
             raise OcclintError(f"cannot write {file}: {exc.strerror or exc}") from None
@@ -140,6 +141,19 @@ def _write(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _stdout(data: bytes) -> None:
+    """Write encoded output to stdout (bytes: any file name, whatever the locale)."""
+    import sys
+
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8"))
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 def _statistics(findings, as_json: bool = False) -> str:

@@ -117,7 +117,8 @@ def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
     import shlex
 
     from occlint.errors import OcclintError
-    from occlint.toolchain.compile import UNITS, compile_command
+    from occlint.discover import is_unit
+    from occlint.toolchain.compile import compile_command
     from occlint.toolchain.flags import unit_command
 
     if not os.path.isfile(path):
@@ -138,7 +139,7 @@ def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
         f"gpu {config.gpu}" if config.gpu != type(config).gpu else
         "the entry's -arch/-gencode flags" if entry is not None and cmd.archs else "default")
     rows.append(("archs", f"{' '.join(cmd.archs)} ({why})"))
-    if not path.endswith(UNITS):
+    if not is_unit(path):
         rows.append(("compile", "a header: measured through the units that include it"))
         return rows
     if nvcc is None:

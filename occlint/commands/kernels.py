@@ -12,11 +12,13 @@ import os
 import sys
 
 from occlint.commands.options import add_config_arguments, load
+from occlint.discover import CUDA_SUFFIXES
 
 
 def add_arguments(parser):
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="CUDA files or directories (searched for .cu, .cuh, .cuhpp, .cu.inc)")
+                        help="CUDA files or directories (searched for "
+                             f"{', '.join(CUDA_SUFFIXES)})")
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
     parser.add_argument("--no-compile", action="store_true",
                         help="source model only: do not run nvcc for registers and occupancy")
