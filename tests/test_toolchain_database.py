@@ -82,6 +82,17 @@ def test_a_file_without_an_entry_borrows_the_closest_command(tmp_path):
     assert database.entry_for(str(tmp_path / "tools" / "sub" / "z.cu"), config).borrowed_from == str(tool)
 
 
+def test_a_host_compilers_entry_lends_only_paths_macros_and_the_standard(tmp_path):
+    host = tmp_path / "host.cpp"
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(tmp_path / "build"), "file": str(host),
+        "command": f"/usr/bin/c++ -DUSE_X=1 -I{tmp_path}/inc -isystem /opt/x -std=gnu++17 -O3 "
+                   f"-Wall -fPIC -march=native -c {host} -o host.o"}]))
+    flags = unit_command(str(tmp_path / "new.cu"), Config(root=str(tmp_path))).flags
+    assert list(flags) == ["-DUSE_X=1", f"-I{tmp_path}/inc", "-isystem", "/opt/x", "-std=c++17"]
+
+
 @pytest.mark.parametrize(("args", "archs"), [
     (["nvcc", "-arch=sm_90a", "-c", "x.cu"], ["sm_90a"]),
     (["nvcc", "-arch", "sm_100a", "x.cu"], ["sm_100a"]),

@@ -146,11 +146,41 @@ def unit_command(path: str, config: Config, library_dirs: Sequence[str] = ()) ->
         return UnitCommand(tuple(config_flags(config) + libs), os.getcwd(), archs_for(config),
                            None, tuple(library_dirs))
     args = without_compiler(list(entry.arguments))
-    flags = filter_flags(args, entry.source) + libs
+    flags = filter_flags(args, entry.source)
+    if not _is_nvcc_command(entry.arguments):   # a host compiler's command: its paths and macros
+        flags = host_portable(flags)
+    flags += libs
     raw = {"file": entry.source if entry.source.endswith(".cu") else path,
            "arguments": list(entry.arguments)}
     return UnitCommand(tuple(flags), entry.directory, archs_for(config, [raw]), entry,
                        tuple(library_dirs))
+
+
+def _is_nvcc_command(args: Sequence[str]) -> bool:
+    return any(os.path.basename(a).startswith("nvcc") for a in args[:4])
+
+
+_PORTABLE = ("-I", "-isystem", "-D", "-U", "-include", "-std", "-iquote", "-idirafter")
+
+
+def host_portable(flags: list[str]) -> list[str]:
+    """The flags of a host compiler's command that mean the same to nvcc (include folders,
+    macros, the language standard); warnings, optimization and codegen options are dropped."""
+    out: list[str] = []
+    keep_next = False
+    for flag in flags:
+        if keep_next:
+            out.append(flag)
+            keep_next = False
+        elif flag in _PORTABLE:
+            out.append(flag)
+            keep_next = True
+        elif flag.startswith("-std="):   # nvcc knows only c++NN (a C command's c11 is no use)
+            if re.fullmatch(r"-std=(?:gnu|c)\+\+\w+", flag):
+                out.append(flag.replace("gnu++", "c++"))
+        elif flag.startswith(_PORTABLE):
+            out.append(flag)
+    return out
 
 
 def flags_for(path: str, config: Config, index: dict[str, dict] | None = None) -> tuple[list[str], str]:

@@ -1,7 +1,7 @@
 """Which units include a header: a header given alone is measured through them.
 
 Every compile writes its dependency list (the cache keeps it); `remember` adds each unit's list
-to `<cache>/includers.json`, so a later run knows exactly which units read a header. A header no
+to `<cache>/includers.idx`, so a later run knows exactly which units read a header. A header no
 run has seen yet is looked up in its compilation database: the units whose text `#include`s its
 name. At most MAX_INCLUDERS units are compiled for one header, the nearest ones first.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from occlint.config import Config
 
-NAME = "includers.json"
+NAME = "includers.idx"     # JSON; not *.json, which names cache entries
 FORMAT = 1
 MAX_INCLUDERS = 8
 
