@@ -171,7 +171,8 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     if not config.arch and config.gpu != Config.gpu:    # a named GPU: its arch, even over sidecars
         from occlint.toolchain import archs_for
         config = dataclasses.replace(config, arch=archs_for(config))
-    sources, builds = discover(paths, config)
+    python: list[str] = []
+    sources, builds = discover(paths, config, python)
     texts: dict[str, str] = {}
     for path in [*sources, *builds]:
         try:
@@ -215,6 +216,9 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         result.findings.extend(lint_build_file(texts[path], path, config))
         result.files.append(path)
         result.sources[path] = texts[path]
+    if python:
+        from occlint.python import lint_python_paths
+        lint_python_paths(python, config, result)
     return result
 
 
