@@ -228,6 +228,10 @@ class _Extractor(cst.CSTVisitor):
             chosen = before or (entries if scope is None else [])
             if chosen:
                 return chosen[-1]
+        if "." in name:     # `self.k = ...` in one method, `self.k(...)` in another
+            found = [e for (scope, n), entries in self.assigns.items() if n == name for e in entries]
+            if found:
+                return max(found, key=lambda e: e[0])
         return None
 
     def value(self, node, scopes=None, at: int | None = None):
