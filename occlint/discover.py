@@ -13,7 +13,7 @@ from pathlib import Path
 
 from occlint.buildfiles import is_build_file
 from occlint.errors import OcclintError
-from occlint.python import is_python
+from occlint.python import is_python, names_a_framework
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc")
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
@@ -128,7 +128,8 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                              and not excluded(os.path.join(folder, d), config))
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                kind = _wanted(path) or ("python" if python is not None and is_python(path) else None)
+                kind = _wanted(path) or ("python" if python is not None and is_python(path)
+                                         and names_a_framework(path) else None)
                 if kind and not ignore.ignored(path, False) and not excluded(path, config):
                     add(os.path.normpath(path), kind)
     return cuda, builds

@@ -25,6 +25,7 @@ from occlint import __version__
 from occlint.config import Config, load_config
 from occlint.errors import OcclintError
 from occlint.model import Finding, Span, Usage
+from occlint.python import is_python, lint_python, might_have_cuda
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 BUILD_FILES = re.compile(r"(CMakeLists\.txt|.*\.cmake|(GNU)?[Mm]akefile|.*\.mk|setup\.py|pyproject\.toml|"
@@ -32,7 +33,7 @@ BUILD_FILES = re.compile(r"(CMakeLists\.txt|.*\.cmake|(GNU)?[Mm]akefile|.*\.mk|s
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "info": lsp.DiagnosticSeverity.Information}
 FIX_ALL = "source.fixAll.occlint"
-NOQA = re.compile(r"//\s*noqa:\s*[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*")
+NOQA = re.compile(r"(?://|#)\s*noqa:\s*[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*")
 
 
 def _digest(text: str) -> str:
@@ -51,6 +52,7 @@ class OcclintServer(LanguageServer):
         self.findings: dict[str, list[Finding]] = {}     # uri -> what the last diagnostics showed
         self.compiled: dict[str, Compiled] = {}
         self.notices: set[str] = set()
+        self.python: dict[str, tuple[str, list[Finding]]] = {}   # uri -> (digest, findings compiled)
 
     # --- settings and linting ------------------------------------------------------------------
 
@@ -81,6 +83,11 @@ class OcclintServer(LanguageServer):
         config = self.config_for(path)
         if path.endswith(CUDA_SUFFIXES):
             return lint_source(text, path, self.usage_for(uri, text), config)
+        if is_python(path) and not BUILD_FILES.fullmatch(os.path.basename(path)):
+            got = self.python.get(uri)
+            if got is not None and got[0] == _digest(text):
+                return got[1]       # compiled on open/save: register rules included
+            return lint_python(text, path, config, compile=False)[0]
         if BUILD_FILES.fullmatch(os.path.basename(path)):
             return lint_build_file(text, path, config)
         return []
@@ -110,9 +117,36 @@ class OcclintServer(LanguageServer):
             self.notice(report.notice.removeprefix("occlint: notice: "))
         self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)))
 
+    def compile_python(self, uri: str, path: str, text: str) -> None:
+        """A Python buffer's CUDA strings compiled (NVRTC/nvcc, cached), linted (worker thread)."""
+        from occlint.toolchain.cache import Cache, cache_dir
+
+        config = self.config_for(path)
+        cache = None if config.no_cache else Cache(cache_dir(config))
+        findings, notices = lint_python(text, path, config, cache=cache)
+        for n in notices:
+            if "not found" in n or "not importable" in n:
+                self.notice(f"occlint: {n}")
+        self.python[uri] = (_digest(text), findings)
+
     async def compile_and_publish(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
         path = doc.path
+        if path and is_python(path) and not BUILD_FILES.fullmatch(os.path.basename(path)):
+            text = doc.source.replace("\r\n", "\n")
+            if not might_have_cuda(text):
+                return
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self.compile_python, uri, path, text)
+            except OcclintError as exc:
+                self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
+                return
+            except Exception as exc:
+                self.log(f"occlint: compiling {path} failed: {type(exc).__name__}: {exc}")
+                return
+            if uri in self.workspace.text_documents:
+                self.publish(uri)
+            return
         if not path or not path.endswith(CUDA_SUFFIXES):
             return
         try:
@@ -157,14 +191,15 @@ def to_diagnostic(f: Finding, lines, codec) -> lsp.Diagnostic:
     )
 
 
-def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:
-    """Add `code` to the `// noqa: ...` on `line` (1-based), or append `  // noqa: CODE`."""
+def noqa_edit(text: str, line: int, code: str, comment: str = "//") -> lsp.TextEdit:
+    """Add `code` to the `// noqa: ...` on `line` (1-based), or append `  // noqa: CODE`
+    (`# noqa` on a Python line)."""
     content = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
     m = NOQA.search(content)
     if m:
         at, insert = m.end(), f", {code}"
     else:
-        at, insert = len(content.rstrip()), f"  // noqa: {code}"
+        at, insert = len(content.rstrip()), f"  {comment} noqa: {code}"
     pos = lsp.Position(line=line - 1, character=len(content[:at].encode("utf-16-le")) // 2)
     return lsp.TextEdit(range=lsp.Range(start=pos, end=pos), new_text=insert)
 
@@ -265,6 +300,7 @@ def build_server() -> OcclintServer:
         uri = params.text_document.uri
         ls.findings.pop(uri, None)
         ls.compiled.pop(uri, None)
+        ls.python.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -296,13 +332,14 @@ def build_server() -> OcclintServer:
                     title=title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
                     is_preferred=fix.applicability == "safe",
                     edit=lsp.WorkspaceEdit(changes={uri: edits})))
+            comment = finding.data.get("noqa_comment", "//")
             if ("noqa", finding.code, finding.span.line) not in seen:
                 seen.add(("noqa", finding.code, finding.span.line))
                 actions.append(lsp.CodeAction(
-                    title=f"Add `// noqa: {finding.code}`", kind=lsp.CodeActionKind.QuickFix,
+                    title=f"Add `{comment} noqa: {finding.code}`", kind=lsp.CodeActionKind.QuickFix,
                     diagnostics=[diag],
                     edit=lsp.WorkspaceEdit(changes={uri: [noqa_edit(doc.source, finding.span.line,
-                                                                    finding.code)]})))
+                                                                    finding.code, comment)]})))
         return actions
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)

@@ -123,6 +123,7 @@ def test_launch_site_at_the_block_argument_and_python_noqa(nvrtc_lib):
     findings, _ = lint_python(SAXPY, "x.py", _cfg())
     assert [(f.code, f.span.line, f.span.column) for f in findings] == [("OCC031", 9, 13)]
     assert findings[0].fix is None        # the launch is Python: no CUDA edit applies there
+    assert findings[0].data["noqa_comment"] == "#"
 
 
 def test_noqa_inside_the_string(nvrtc_lib):
@@ -135,6 +136,7 @@ def test_noqa_inside_the_string(nvrtc_lib):
     unsuppressed = src.replace("// noqa: OCC020", "")
     findings, _ = lint_python(unsuppressed, "x.py", _cfg())
     assert [(f.code, f.span.line) for f in findings] == [("OCC020", 5)]
+    assert findings[0].data["noqa_comment"] == "//"      # the line ends inside the string
 
 
 def test_kernel_factory_function_and_self_attribute(nvrtc_lib):

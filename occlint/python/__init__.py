@@ -66,6 +66,17 @@ def archs(config) -> tuple[str, ...]:
 _MARKERS = (b"cupy", b"pycuda", b"cpp_extension")
 
 
+def names_a_framework(path: str) -> bool:
+    """The pre-filter discovery applies to every `.py` file: its bytes name cupy, pycuda or
+    cpp_extension. Nothing else is done for a file that does not."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return True            # let the reader report it
+    return any(m in data for m in _MARKERS)
+
+
 def lint_python_paths(paths, config, result) -> None:
     """Lint the CUDA of each Python file into `result` (engine.LintResult). A file is read as
     bytes and dropped at once unless it names cupy, pycuda or cpp_extension."""

@@ -128,9 +128,15 @@ def _map_fix(v: Virtual, fix: Fix | None, pytext: str) -> Fix | None:
     return Fix(fix.message, tuple(edits), fix.applicability)
 
 
-def map_finding(v: Virtual, f: Finding, pytext: str) -> Finding:
+def map_finding(v: Virtual, f: Finding, pytext: str, inside: frozenset[int] = frozenset()) -> Finding:
+    """`inside`: the .py offsets of newlines that are part of a string value; a finding on a line
+    ending inside the string is silenced with `// noqa` there, any other with `# noqa`."""
     a, b = _map_offsets(v, f.span.start, f.span.end)
-    return dataclasses.replace(f, span=make_span(pytext, a, b), fix=_map_fix(v, f.fix, pytext))
+    span = make_span(pytext, a, b)
+    eol = pytext.find("\n", a)
+    comment = "//" if eol >= 0 and eol in inside else "#"
+    return dataclasses.replace(f, span=span, fix=_map_fix(v, f.fix, pytext),
+                               data={**f.data, "noqa_comment": comment})
 
 
 # --- suppression on the Python line ------------------------------------------------------------
@@ -170,10 +176,12 @@ def lint_python_source(text: str, path: str, model: PyModel, usage: Mapping[int,
         if mod.code is None:
             continue
         v = build_virtual(model, mod)
+        inside = frozenset(p for ch, p in zip(mod.code.chars, mod.code.pos, strict=True)
+                           if ch == "\n" and text[p:p + 1] == "\n")
         found = lint_source(v.text, path, list(usage.get(mod.index, ())), config,
                             compile_errors=list(errors.get(mod.index, ())))
         for f in found:
-            g = map_finding(v, f, text)
+            g = map_finding(v, f, text, inside)
             if not suppressed(g.code, range(g.span.line, g.span.end_line + 1), noqa):
                 findings.append(g)
     findings = list(dict.fromkeys(findings))
