@@ -48,7 +48,6 @@ class Config:
 
 
 CONFIG_NAMES = (".occlint.toml", "occlint.toml", "pyproject.toml")   # precedence within one folder
-DEFAULT_ARCH = "sm_90"
 
 # kebab-case key -> kind; the field is the key with "-" -> "_"
 KEYS = {
@@ -92,10 +91,12 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
 
 
 def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None,
-                overrides: dict | None = None) -> Config:
-    """Read `path` (or the closest config file from `start`), then apply `overrides`.
+                overrides: dict | None = None, extend: dict | None = None) -> Config:
+    """Read `path` (or the closest config file from `start`), then apply `overrides`, then append
+    `extend` (list keys: `extend-select`, `ignore` from the command line add to the file's).
 
-    `overrides` uses kebab-case keys with values as in TOML (lists, strings, numbers).
+    `overrides` uses kebab-case keys with values as in TOML (lists, strings, numbers). This is
+    the one config loader: every command reaches it through `occlint.commands.options.load`.
     """
     if path is not None:
         file = Path(path)
@@ -110,7 +111,9 @@ def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLi
     else:
         root = project_root(start)
     for key, value in (overrides or {}).items():
-        values[key] = _check_value(key, value, "the command line", Path.cwd())
+        values[_check_key(key, "the command line")] = _check_value(key, value, "the command line", Path.cwd())
+    for key, value in (extend or {}).items():
+        values[key] = tuple(values.get(key, ())) + _check_value(key, value, "the command line", Path.cwd())
     return _build(values, root)
 
 
@@ -127,6 +130,23 @@ def parse_inline(text: str) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise OcclintError(f"--config {text!r} is neither a file nor a TOML `key = value`: {exc}") from None
+
+
+def split_config_options(options) -> tuple[str | None, dict]:
+    """Repeated `--config` values, as in ruff: (the one config file or None, the inline
+    `key = value` pairs merged in order, later ones winning). A value is a file when it names one
+    or has no `=`; two files are an error."""
+    file = None
+    inline: dict = {}
+    for option in options:
+        if os.path.isfile(option) or "=" not in option:
+            if file is not None:
+                raise OcclintError(f"only one --config file can be given ({file}, {option}); "
+                                   "the other --config options must be inline `key = value` pairs")
+            file = option
+        else:
+            inline.update(parse_inline(option))
+    return file, inline
 
 
 def _read_toml(file: Path) -> dict:
@@ -293,17 +313,3 @@ def _build(values: dict, root: Path) -> Config:
     kwargs = {key.replace("-", "_"): value for key, value in values.items()}
     names = {f.name for f in dataclasses.fields(Config)}
     return Config(**{k: v for k, v in kwargs.items() if k in names}, root=str(root))
-
-
-def target_archs(config: Config) -> tuple[str, ...]:
-    """The archs to evaluate: configured ones, else the configured GPU's, else sm_90."""
-    if config.arch:
-        return config.arch
-    try:
-        from occlint import gpus
-        arch = getattr(gpus.gpu(config.gpu), "arch", None)
-        if arch:
-            return (gpus.arch_name(arch),)
-    except Exception:
-        pass
-    return (DEFAULT_ARCH,)

@@ -15,7 +15,11 @@ from occlint.buildfiles import is_build_file
 from occlint.errors import OcclintError
 from occlint.python import is_python, names_a_framework
 
-CUDA_SUFFIXES = (".cu", ".cuh", ".cuhpp", ".cu.inc")
+# The one home of these lists: discovery, the compiler, the engine and the language server read them.
+UNIT_SUFFIXES = (".cu",)                                 # compiled by nvcc on their own
+CUDA_HEADERS = (".cuh", ".cuhpp", ".cu.inc")
+CUDA_SUFFIXES = UNIT_SUFFIXES + CUDA_HEADERS             # what `check` lints
+HEADER_SUFFIXES = CUDA_HEADERS + (".h", ".hpp", ".hh", ".inl")   # analysed through the units that include them
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
              ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              "CMakeFiles", "_deps"}      # CMake's generated files and fetched dependencies
@@ -23,6 +27,14 @@ SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache_
 
 def is_cuda(path: str) -> bool:
     return path.endswith(CUDA_SUFFIXES)
+
+
+def is_unit(path: str) -> bool:
+    return path.endswith(UNIT_SUFFIXES)
+
+
+def is_header(path: str) -> bool:
+    return path.endswith(HEADER_SUFFIXES)
 
 
 class GitIgnore:

@@ -16,14 +16,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from occlint import checks, registry
-from occlint.config import Config, target_archs
+from occlint import checks, noqa, registry
+from occlint.config import Config
 from occlint.errors import OcclintError
-from occlint.facts import Project, build_facts
+from occlint.facts import build_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
 
-_FILE_NOQA = re.compile(r"//\s*occlint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?", re.I)
-_LINE_NOQA = re.compile(r"(?://|/\*)\s*noqa\b(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.I)
 
 
 @dataclass
@@ -33,49 +31,6 @@ class LintResult:
     notices: list[str] = field(default_factory=list)        # e.g. "nvcc not found: ..."
     errors: list[str] = field(default_factory=list)         # files that could not be read
     sources: dict[str, str] = field(default_factory=dict)   # path -> text (for emitters, --fix)
-
-
-# --- suppression -----------------------------------------------------------------------------------
-
-
-def _codes(text: str | None) -> frozenset[str] | None:
-    if not text:
-        return None                                      # bare: every code
-    return frozenset(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
-
-
-def noqa_map(text: str) -> tuple[frozenset[str] | bool | None, dict[int, frozenset[str] | None]]:
-    """(file-level codes, {line: codes}); codes None = everything, False = no file-level noqa."""
-    file_level: frozenset[str] | bool | None = False
-    lines: dict[int, frozenset[str] | None] = {}
-    if "noqa" not in text.lower():
-        return file_level, lines
-    for number, line in enumerate(text.splitlines(), 1):
-        if "noqa" not in line.lower():
-            continue
-        m = _FILE_NOQA.search(line)
-        if m:
-            codes = _codes(m.group("codes"))
-            if codes is None or file_level is None:
-                file_level = None
-            else:
-                file_level = (file_level or frozenset()) | codes
-            continue
-        m = _LINE_NOQA.search(line)
-        if m:
-            lines[number] = _codes(m.group("codes"))
-    return file_level, lines
-
-
-def _silenced(code: str, codes: frozenset[str] | None) -> bool:
-    return codes is None or any(code.startswith(c) for c in codes)
-
-
-def suppressed(code: str, lines: Sequence[int], noqa) -> bool:
-    file_level, by_line = noqa
-    if file_level is not False and _silenced(code, file_level):
-        return True
-    return any(line in by_line and _silenced(code, by_line[line]) for line in lines)
 
 
 # --- findings --------------------------------------------------------------------------------------
@@ -95,16 +50,11 @@ def to_finding(hit: checks.Hit, path: str) -> Finding:
 
 def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
     """Hits -> Findings, minus suppressions, sorted by (line, column, code, arch)."""
-    noqa = noqa_map(text)
+    silenced = noqa.read(text)
     findings = [to_finding(h, path) for h in hits
-                if not suppressed(h.code, (h.span.line, *h.noqa_lines), noqa)]
+                if not noqa.suppressed(h.code, (h.span.line, *h.noqa_lines), silenced)]
     findings.sort(key=lambda f: (f.span.line, f.span.column, f.code, f.arch or ""))
     return findings
-
-
-def archs_to_evaluate(config: Config, usage: Sequence[Usage]) -> tuple[str, ...]:
-    """The configured archs, else those the compiler reported, else the default."""
-    return config.arch or tuple(sorted({u.arch for u in usage})) or target_archs(config)
 
 
 def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
@@ -118,7 +68,8 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     if source is None:
         from occlint.source import parse
         source = parse(text, path)
-    archs = archs_to_evaluate(config, usage)
+    from occlint.toolchain.flags import archs_for
+    archs = archs_for(config, usage=usage)
     facts = build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
     for code, fn in checks.CHECKS.items():
@@ -165,12 +116,9 @@ def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
 def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequence[Usage]] | None = None,
                jobs: int | None = None) -> LintResult:
     """Discover, read, compile (when `usage` is None) and lint every file under `paths`."""
-    from occlint.discover import discover
+    from occlint.discover import discover, is_header
 
     result = LintResult()
-    if not config.arch and config.gpu != Config.gpu:    # a named GPU: its arch, even over sidecars
-        from occlint.toolchain import archs_for
-        config = dataclasses.replace(config, arch=archs_for(config))
     python: list[str] = []
     sources, builds = discover(paths, config, python)
     texts: dict[str, str] = {}
@@ -193,19 +141,20 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
                 err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
             if target is not None:
                 errors_by_file.setdefault(target, []).append(err)
-    if not config.arch:
-        config = _with_archs(config, usage, report)
     all_usage = [u for us in usage.values() for u in us]
-    from occlint.source import parse
-    parsed = {path: parse(texts[path], path) for path in cuda}
-    project = Project(parsed.values())
+    if not config.arch:      # decided once for the run: every file evaluates the same archs
+        from occlint.toolchain.flags import archs_for
+        archs = report.archs if report is not None else archs_for(config, usage=all_usage)
+        config = dataclasses.replace(config, arch=tuple(archs))
+    from occlint.project import Project
+    project = Project.read({path: texts[path] for path in cuda})
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
             file_usage = list(report.usage_for(path))
-        elif not file_usage and path.endswith((".cuh", ".h", ".hpp")):
+        elif not file_usage and is_header(path):
             file_usage = all_usage
-        result.findings.extend(lint_source(texts[path], path, file_usage, config, source=parsed[path],
+        result.findings.extend(lint_source(texts[path], path, file_usage, config, source=project[path],
                                            compile_errors=errors_by_file.get(path, ()),
                                            project=project))
         result.files.append(path)
@@ -220,18 +169,6 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         from occlint.python import lint_python_paths
         lint_python_paths(python, config, result)
     return result
-
-
-def _with_archs(config: Config, usage: Mapping[str, Sequence[Usage]], report=None) -> Config:
-    archs = tuple(report.archs) if report is not None and report.archs else \
-        tuple(sorted({u.arch for us in usage.values() for u in us}))
-    if not archs:
-        try:
-            from occlint.toolchain import archs_for
-            archs = tuple(archs_for(config))
-        except Exception:
-            archs = ()
-    return dataclasses.replace(config, arch=archs or target_archs(config))
 
 
 def _match_path(path: str, candidates: Sequence[str]) -> str | None:

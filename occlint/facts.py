@@ -8,7 +8,6 @@ here, as flags on each Site (`unlaunchable`, `exceeds_bounds`, `needs_opt_in`) a
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -215,31 +214,11 @@ def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: list[Usage])
                        launches=[], usages=by_arch, origin=origin)
 
 
-class Project(tuple):
-    """The parsed files of one run, indexed by name (kernel definitions, launch callees)."""
-
-    @functools.cached_property
-    def definitions(self) -> dict[str, list[SourceFile]]:
-        out: dict[str, list[SourceFile]] = {}
-        for sf in self:
-            for k in sf.kernels:
-                if k.is_definition:
-                    out.setdefault(k.name, []).append(sf)
-        return out
-
-    @functools.cached_property
-    def launches(self) -> dict[str, list[tuple[SourceFile, Launch]]]:
-        out: dict[str, list[tuple[SourceFile, Launch]]] = {}
-        for sf in self:
-            for ln in sf.launches:
-                out.setdefault(ln.callee.split("::")[-1], []).append((sf, ln))
-        return out
-
-
 def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
                 compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
     """What the checks read. `project`: the other parsed files of the run (headers, other
     sources), for kernels launched here but defined there, and launches there of kernels here."""
+    from occlint.project import Project
     usage = list(usage)
     project = project if isinstance(project, Project) else Project(project)
     kernels: dict[str, KernelFacts] = {}

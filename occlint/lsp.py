@@ -21,19 +21,17 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.workspace.position_codec import ServerTextPosition
 
-from occlint import __version__
+from occlint import __version__, noqa
+from occlint.buildfiles import is_build_file
 from occlint.config import Config, load_config
+from occlint.discover import is_cuda
 from occlint.errors import OcclintError
 from occlint.model import Finding, Span, Usage
 from occlint.python import is_python, lint_python, might_have_cuda
 
-CUDA_SUFFIXES = (".cu", ".cuh")
-BUILD_FILES = re.compile(r"(CMakeLists\.txt|.*\.cmake|(GNU)?[Mm]akefile|.*\.mk|setup\.py|pyproject\.toml|"
-                         r"compile_commands\.json)$")
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "info": lsp.DiagnosticSeverity.Information}
 FIX_ALL = "source.fixAll.occlint"
-NOQA = re.compile(r"(?://|#)\s*noqa:\s*[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*")
 
 
 def _digest(text: str) -> str:
@@ -81,14 +79,14 @@ class OcclintServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         path, text = doc.path, doc.source.replace("\r\n", "\n")
         config = self.config_for(path)
-        if path.endswith(CUDA_SUFFIXES):
+        if is_cuda(path):
             return lint_source(text, path, self.usage_for(uri, text), config)
-        if is_python(path) and not BUILD_FILES.fullmatch(os.path.basename(path)):
+        if is_python(path) and not is_build_file(path):
             got = self.python.get(uri)
             if got is not None and got[0] == _digest(text):
                 return got[1]       # compiled on open/save: register rules included
             return lint_python(text, path, config, compile=False)[0]
-        if BUILD_FILES.fullmatch(os.path.basename(path)):
+        if is_build_file(path):
             return lint_build_file(text, path, config)
         return []
 
@@ -132,7 +130,7 @@ class OcclintServer(LanguageServer):
     async def compile_and_publish(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
         path = doc.path
-        if path and is_python(path) and not BUILD_FILES.fullmatch(os.path.basename(path)):
+        if path and is_python(path) and not is_build_file(path):
             text = doc.source.replace("\r\n", "\n")
             if not might_have_cuda(text):
                 return
@@ -147,7 +145,7 @@ class OcclintServer(LanguageServer):
             if uri in self.workspace.text_documents:
                 self.publish(uri)
             return
-        if not path or not path.endswith(CUDA_SUFFIXES):
+        if not path or not is_cuda(path):
             return
         try:
             with open(path, encoding="utf-8") as fh:
@@ -191,15 +189,15 @@ def to_diagnostic(f: Finding, lines, codec) -> lsp.Diagnostic:
     )
 
 
-def noqa_edit(text: str, line: int, code: str, comment: str = "//") -> lsp.TextEdit:
-    """Add `code` to the `// noqa: ...` on `line` (1-based), or append `  // noqa: CODE`
-    (`# noqa` on a Python line)."""
+def noqa_edit(text: str, line: int, code: str, comment: str = "//") -> lsp.TextEdit | None:
+    """Add `code` to the noqa comment on `line` (1-based), or append `  // noqa: CODE`
+    (`# noqa` on a Python line; occlint.noqa decides where); None when the line already
+    silences it."""
     content = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
-    m = NOQA.search(content)
-    if m:
-        at, insert = m.end(), f", {code}"
-    else:
-        at, insert = len(content.rstrip()), f"  {comment} noqa: {code}"
+    where = noqa.add_code(content, code, comment)
+    if where is None:
+        return None
+    at, insert = where
     pos = lsp.Position(line=line - 1, character=len(content[:at].encode("utf-16-le")) // 2)
     return lsp.TextEdit(range=lsp.Range(start=pos, end=pos), new_text=insert)
 
@@ -226,9 +224,9 @@ def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAc
 def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> str | None:
     """Per-arch registers, occupancy and limiter of the kernel named at `offset`, or None."""
     from occlint import occupancy
-    from occlint.engine import archs_to_evaluate
     from occlint.facts import build_facts, primary_limiter
     from occlint.source import parse
+    from occlint.toolchain.flags import archs_for
 
     sf = parse(text, path)
     name = None
@@ -242,7 +240,7 @@ def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> 
                         launch.callee)
     if name is None:
         return None
-    archs = archs_to_evaluate(config, usage)
+    archs = archs_for(config, usage=usage)
     facts = build_facts(sf, usage, config, archs)
     kf = next((kf for kf in facts.kernels if kf.kernel.qualname == name), None)
     if kf is None:
@@ -333,20 +331,19 @@ def build_server() -> OcclintServer:
                     is_preferred=fix.applicability == "safe",
                     edit=lsp.WorkspaceEdit(changes={uri: edits})))
             comment = finding.data.get("noqa_comment", "//")
-            if ("noqa", finding.code, finding.span.line) not in seen:
+            silence = noqa_edit(doc.source, finding.span.line, finding.code, comment)
+            if silence is not None and ("noqa", finding.code, finding.span.line) not in seen:
                 seen.add(("noqa", finding.code, finding.span.line))
                 actions.append(lsp.CodeAction(
                     title=f"Add `{comment} noqa: {finding.code}`", kind=lsp.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
-                    edit=lsp.WorkspaceEdit(changes={uri: [noqa_edit(doc.source, finding.span.line,
-                                                                    finding.code, comment)]})))
+                    diagnostics=[diag], edit=lsp.WorkspaceEdit(changes={uri: [silence]})))
         return actions
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: OcclintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
-        if not doc.path or not doc.path.endswith(CUDA_SUFFIXES):
+        if not doc.path or not is_cuda(doc.path):
             return None
         text = doc.source.replace("\r\n", "\n")
         pos = doc.position_from_client_units(params.position)

@@ -148,6 +148,9 @@ class SourceFile:
     shared: tuple[SharedDecl, ...] = ()
     launches: tuple[Launch, ...] = ()
     attributes: tuple[AttributeCall, ...] = ()
+    # the syntax tree and scopes behind these (occlint.source.build.Parsed), kept with them so
+    # that `specialize` never parses a file again; not part of the value
+    parsed: object = field(default=None, compare=False, repr=False, hash=False)
 
 
 # --- what the compiler reports (occlint.toolchain) ---------------------------------------------

@@ -10,7 +10,8 @@ from conftest import FIXTURES
 
 from occlint import fix
 from occlint.config import Config
-from occlint.engine import lint_source, noqa_map
+from occlint.engine import lint_source
+from occlint.noqa import read as noqa_map
 from occlint.model import Edit, Usage
 
 CASES = sorted(p for p in FIXTURES.glob("*.cu") if not p.name.endswith(".fixed.cu"))

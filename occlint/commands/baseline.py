@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from occlint.commands.options import add_lint_arguments, load
+
 DEFAULT_FILE = "occlint-baseline.json"
-
-
-def _csv(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments `occlint check` uses to choose files, archs and rules (see check.load)."""
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the project root)")
-    parser.add_argument("--config", metavar="FILE", help="config file, or an inline `key = value`")
-    parser.add_argument("--arch", action="append", type=_csv, metavar="ARCHS", help="target archs, e.g. sm_80,sm_90")
-    parser.add_argument("--gpu", metavar="NAME", help="GPU for SM counts (default: h100)")
-    parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
-    parser.add_argument("--select", type=_csv, metavar="CODES", help="rule codes or prefixes to enable")
-    parser.add_argument("--extend-select", type=_csv, metavar="CODES", help="rule codes or prefixes to add")
-    parser.add_argument("--ignore", type=_csv, metavar="CODES", help="rule codes or prefixes to disable")
-    parser.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel compiles")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +19,6 @@ def run(args) -> int:
     import sys
 
     from occlint import baseline
-    from occlint.commands.check import load
     from occlint.engine import lint_paths
 
     config = load(args)

@@ -4,29 +4,20 @@ from __future__ import annotations
 
 import argparse
 
+from occlint.commands.options import add_lint_arguments, csv, load
+
 FORMATS_HELP = "output format (full, concise, json, ...); default: full"
 
 
-def _csv(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the project root)")
+    add_lint_arguments(parser)
     parser.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
     parser.add_argument("--no-fix", dest="fix", action="store_false", help="do not apply fixes")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply (or show) unsafe fixes")
     parser.add_argument("--diff", action="store_true", help="print fixes as a unified diff; write nothing")
-    parser.add_argument("--select", type=_csv, metavar="CODES", help="rule codes or prefixes to enable (replaces the config)")
-    parser.add_argument("--extend-select", type=_csv, metavar="CODES", help="rule codes or prefixes to enable in addition")
-    parser.add_argument("--ignore", type=_csv, metavar="CODES", help="rule codes or prefixes to disable")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    parser.add_argument("--arch", action="append", type=_csv, metavar="ARCHS", help="target archs, e.g. sm_80,sm_90")
-    parser.add_argument("--gpu", metavar="NAME", help="GPU for SM counts (default: h100)")
-    parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
-    parser.add_argument("--config", metavar="FILE", help="config file, or an inline `key = value`")
-    parser.add_argument("--output-format", action="append", type=_csv, metavar="FORMAT[:FILE]",
+    parser.add_argument("--output-format", action="append", type=csv, metavar="FORMAT[:FILE]",
                         help=FORMATS_HELP + "; several at once, each but one to a file: "
                              "`--output-format github,sarif:occlint.sarif`")
     parser.add_argument("--output-file", metavar="FILE", help="write the output to FILE instead of stdout")
@@ -34,44 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="report only findings on lines changed since the merge-base with REF")
     parser.add_argument("--baseline", metavar="FILE", help="hide the findings recorded by `occlint baseline`")
     parser.add_argument("--lock", metavar="FILE", help="report resource regressions (OCC050) against this lockfile")
-    parser.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel compiles")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
-
-
-def load(args):
-    """The Config for these arguments: the file (or the closest one), then the flags."""
-    import dataclasses
-    import os
-
-    from occlint.config import load_config, parse_inline
-
-    overrides: dict = {}
-    config_file = None
-    if args.config:
-        if os.path.isfile(args.config) or "=" not in args.config:
-            config_file = args.config
-        else:
-            overrides.update(parse_inline(args.config))
-    if args.arch:
-        overrides["arch"] = [a for group in args.arch for a in group]
-    if args.gpu:
-        overrides["gpu"] = args.gpu
-    if args.min_occupancy is not None:
-        overrides["min-occupancy"] = args.min_occupancy
-    if args.select is not None:
-        overrides["select"] = args.select
-    if getattr(args, "jobs", None) is not None:
-        overrides["jobs"] = args.jobs
-    start = args.paths[0] if args.paths else None
-    config = load_config(config_file, start=start, overrides=overrides)
-    extend = load_config(None, start=start, overrides={"extend-select": args.extend_select or [],
-                                                        "ignore": args.ignore or []})
-    return dataclasses.replace(
-        config,
-        extend_select=config.extend_select + extend.extend_select,
-        ignore=config.ignore + extend.ignore,
-        no_cache=config.no_cache or bool(getattr(args, "no_cache", False)),
-    )
 
 
 def run(args) -> int:
@@ -80,6 +33,7 @@ def run(args) -> int:
     from occlint import baseline, diffbase, lock
     from occlint import fix as fixing
     from occlint.emit import EMITTERS, TEXT_FORMATS
+    from occlint.emit.encode import output_bytes
     from occlint.engine import lint_paths
     from occlint.errors import OcclintError
 
@@ -122,7 +76,7 @@ def run(args) -> int:
             else:
                 _write(path, new_text)
         if args.diff:
-            sys.stdout.write("".join(diffs))
+            _stdout(output_bytes("".join(diffs)))
             if fixed_count:
                 print(f"\nWould fix {fixed_count} finding{'s' * (fixed_count != 1)}.", file=sys.stderr)
             return 1 if fixed_count and not args.exit_zero else 0
@@ -133,13 +87,13 @@ def run(args) -> int:
         if file is None and args.statistics:     # like ruff: the counts replace the findings
             sys.stdout.write(_statistics(findings, as_json=name != "full" and name not in TEXT_FORMATS))
             continue
-        out = EMITTERS[name](findings, root=config.root, sources=result.sources)
+        out = output_bytes(EMITTERS[name](findings, root=config.root, sources=result.sources))
         if file is None:
-            sys.stdout.write(out)
+            _stdout(out)
             stdout_format = name
             continue
-        try:
-            with open(file, "w", encoding="utf-8") as fh:
+        try:     # rendered and encoded before the file is opened: a failure never truncates it
+            with open(file, "wb") as fh:
                 fh.write(out)
         except OSError as exc:
             raise OcclintError(f"cannot write {file}: {exc.strerror or exc}") from None
@@ -187,6 +141,19 @@ def _write(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _stdout(data: bytes) -> None:
+    """Write encoded output to stdout (bytes: any file name, whatever the locale)."""
+    import sys
+
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8"))
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 def _statistics(findings, as_json: bool = False) -> str:

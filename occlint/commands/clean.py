@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 
+from occlint.commands.options import add_config_arguments, load
+
+
 def add_arguments(parser):
-    parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
+    add_config_arguments(parser, cache=False)
     parser.add_argument("--cache-dir", metavar="DIR", help="the cache to remove")
 
 
@@ -12,7 +15,6 @@ def run(args) -> int:
     import shutil
     from dataclasses import replace
 
-    from occlint.commands.doctor import load
     from occlint.errors import OcclintError
     from occlint.toolchain.cache import cache_dir, looks_like_cache, stats
 

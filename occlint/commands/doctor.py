@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 
+from occlint.commands.options import add_config_arguments, load
+
+
 def add_arguments(parser):
     parser.add_argument("--nvcc", metavar="PATH", help="use this nvcc")
-    parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
-    parser.add_argument("--arch", action="append", metavar="SM",
-                        help="target arch, e.g. sm_90 (repeatable)")
+    add_config_arguments(parser)
 
 
 def _size(n: int) -> str:
@@ -16,18 +17,6 @@ def _size(n: int) -> str:
             return f"{n:g} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
-
-
-def load(args):
-    """The Config for `--config/--nvcc/--arch` (shared by doctor, clean and report)."""
-    from occlint.config import load_config
-
-    overrides = {}
-    if getattr(args, "nvcc", None):
-        overrides["nvcc"] = args.nvcc
-    if getattr(args, "arch", None):
-        overrides["arch"] = args.arch
-    return load_config(getattr(args, "config", None), overrides=overrides)
 
 
 def run(args) -> int:

@@ -11,17 +11,18 @@ import json
 import os
 import sys
 
+from occlint.commands.options import add_config_arguments, load
+from occlint.discover import CUDA_SUFFIXES
+
 
 def add_arguments(parser):
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="CUDA files or directories (searched for .cu, .cuh, .cuhpp, .cu.inc)")
+                        help="CUDA files or directories (searched for "
+                             f"{', '.join(CUDA_SUFFIXES)})")
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
-    parser.add_argument("--arch", action="append", metavar="ARCHS",
-                        help="target archs for compiler figures, e.g. sm_80,sm_90")
     parser.add_argument("--no-compile", action="store_true",
                         help="source model only: do not run nvcc for registers and occupancy")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
-    parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
+    add_config_arguments(parser)
 
 
 def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
@@ -174,34 +175,22 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
             "static_smem": site.static_smem}
 
 
-def _config(args):
-    from occlint.config import load_config
-
-    overrides = {}
-    if args.arch:
-        overrides["arch"] = [a.strip() for group in args.arch for a in group.split(",") if a.strip()]
-    if args.no_cache:
-        overrides["no-cache"] = True
-    return load_config(args.config, start=args.paths[0], overrides=overrides)
-
-
 def _compile(files: list[str], args, config):
     """(UsageReport or None with --no-compile or no .cu file, archs)."""
-    from occlint.config import target_archs
-    from occlint.toolchain import collect_usage, print_notice
+    from occlint.toolchain import archs_for, collect_usage, print_notice
 
     cuda = [f for f in files if f.endswith(".cu")]
     report = collect_usage(cuda, config, jobs=config.jobs) if cuda and not args.no_compile else None
     if report is not None:
         print_notice(report)
-    archs = config.arch or (report.archs if report else ()) or target_archs(config)
+    archs = report.archs if report is not None else archs_for(config)
     return report, tuple(archs)
 
 
 def run(args) -> int:
     from occlint.source import parse
 
-    config = _config(args)
+    config = load(args)
     files, errors = discover(args.paths, config)
     report, archs = _compile(files, args, config)
     all_usage = [u for us in report.usages.values() for u in us] if report else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from occlint.commands.baseline import add_lint_arguments
+from occlint.commands.options import add_lint_arguments, load
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,11 +17,10 @@ def run(args) -> int:
     import sys
 
     from occlint import lock
-    from occlint.commands.check import load
     from occlint.discover import discover
     from occlint.engine import read_text
     from occlint.errors import OcclintError
-    from occlint.source import parse
+    from occlint.project import Project
     from occlint.toolchain import collect_usage
 
     config = load(args)
@@ -37,7 +36,8 @@ def run(args) -> int:
     if report.errors:
         raise OcclintError("nvcc failed on some files, so the lockfile was not written")
     usages = [u for unit in sources for u in report.usage_for(unit)]
-    launches = [launch for path in sources for launch in parse(read_text(path), path).launches]
+    project = Project.read({path: read_text(path) for path in sources})
+    launches = [launch for sf in project for launch in sf.launches]
     n = lock.write(usages, launches, args.file)
     print(f"Wrote {n} kernel instantiation{'s' * (n != 1)} x arch to {args.file}.", file=sys.stderr)
     return 0

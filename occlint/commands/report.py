@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from occlint.commands.options import add_config_arguments, load
+
 
 def add_arguments(parser):
     parser.add_argument("build_dir", metavar="BUILD_DIR", help="build tree with *.occlint.json")
@@ -14,8 +16,7 @@ def add_arguments(parser):
                         help="output format: full, concise, json, sarif, ... (default: full)")
     parser.add_argument("--usage", action="store_true",
                         help="print the merged per-kernel usage instead of linting")
-    parser.add_argument("--config", metavar="FILE", help="config file (default: the closest one)")
-    parser.add_argument("--arch", action="append", metavar="SM", help="only these archs")
+    add_config_arguments(parser, cache=False)
 
 
 def _shown(path: str) -> str:
@@ -35,7 +36,6 @@ def print_usage(usage: dict) -> None:
 def run(args) -> int:
     import sys
 
-    from occlint.commands.doctor import load
     from occlint.errors import OcclintError
     from occlint.toolchain import load_sidecars
 

@@ -11,7 +11,8 @@ def display_path(path: str, root: str) -> str:
     import os
     full = os.path.abspath(path)
     rel = os.path.relpath(full, os.path.abspath(os.getcwd()))
-    return full if rel.startswith(os.pardir) else rel
+    from occlint.emit.encode import printable
+    return printable(full if rel.startswith(os.pardir) else rel)
 
 
 def header(f: Finding, root: str) -> str:

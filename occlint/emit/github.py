@@ -11,12 +11,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from occlint.emit.encode import to_bytes
 from occlint.emit.json_lines import relative_path
 from occlint.model import Finding
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 PER_STEP_LIMIT = 10      # per annotation type, per step
 PER_JOB_LIMIT = 50
+
+
+def _text(text: str) -> str:
+    """Valid UTF-8 for the log: an undecodable file-name byte becomes U+FFFD (GitHub's own
+    rendering of such names); CR and LF are escaped by the callers."""
+    return to_bytes(text).decode("utf-8", "replace")
 
 
 def escape_data(text: str) -> str:
@@ -29,13 +36,13 @@ def escape_property(text: str) -> str:
 
 def annotation(finding: Finding, root: str) -> str:
     s = finding.span
-    props = [("file", relative_path(finding.path, root)), ("line", s.line), ("endLine", s.end_line)]
+    props = [("file", _text(relative_path(finding.path, root))), ("line", s.line), ("endLine", s.end_line)]
     if s.line == s.end_line:
         props += [("col", s.column), ("endColumn", s.end_column)]
     props.append(("title", f"occlint ({finding.code})"))
     head = ",".join(f"{k}={escape_property(str(v))}" for k, v in props)
     command = COMMANDS.get(finding.severity, "warning")
-    return f"::{command} {head}::{escape_data(finding.message)}"
+    return f"::{command} {head}::{escape_data(_text(finding.message))}"
 
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None) -> str:

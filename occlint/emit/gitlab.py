@@ -7,10 +7,10 @@ is unique within the report (a repeat gets a counter mixed in).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 
 from occlint.emit.json_lines import relative_path
+from occlint.emit.encode import dumps, to_bytes
 from occlint.model import Finding
 
 SEVERITIES = {"error": "major", "warning": "minor", "info": "info"}
@@ -23,11 +23,11 @@ def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str
         path = relative_path(f.path, root)
         s = f.span
         basis = f"{f.code}\0{path}\0{s.line}:{s.column}-{s.end_line}:{s.end_column}\0{f.message}"
-        fingerprint = hashlib.sha256(basis.encode()).hexdigest()
+        fingerprint = hashlib.sha256(to_bytes(basis)).hexdigest()
         n = 1
         while fingerprint in used:
             n += 1
-            fingerprint = hashlib.sha256(f"{basis}\0{n}".encode()).hexdigest()
+            fingerprint = hashlib.sha256(to_bytes(f"{basis}\0{n}")).hexdigest()
         used.add(fingerprint)
         issues.append({
             "description": f"{f.code} {f.message}",
@@ -42,4 +42,4 @@ def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str
                 },
             },
         })
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+    return dumps(issues, indent=2) + "\n"

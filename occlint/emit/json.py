@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 
+from occlint.emit.encode import dumps
 from occlint.model import Finding, Span
 
 
@@ -42,4 +43,4 @@ def finding_dict(f: Finding) -> dict:
 
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None) -> str:
-    return json.dumps([finding_dict(f) for f in findings], indent=2, ensure_ascii=False) + "\n"
+    return dumps([finding_dict(f) for f in findings], indent=2) + "\n"

@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 
+from occlint.emit.encode import dumps
 from occlint.model import Finding
 
 
@@ -25,4 +26,4 @@ def relative_path(path: str, root: str) -> str:
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None) -> str:
     from occlint.emit.json import finding_dict
 
-    return "".join(json.dumps(finding_dict(f), ensure_ascii=False) + "\n" for f in findings)
+    return "".join(dumps(finding_dict(f)) + "\n" for f in findings)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from occlint.baseline import source_line
 from occlint.emit.json_lines import relative_path
 from occlint.emit.sarif import INFORMATION_URI, rule_url
+from occlint.emit.encode import dumps
 from occlint.model import Finding, Span
 
 SEVERITIES = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
@@ -55,4 +56,4 @@ def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str
         "source": {"name": "occlint", "url": INFORMATION_URI},
         "diagnostics": [diagnostic(f, root, sources) for f in findings],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dumps(doc, indent=2) + "\n"

@@ -8,15 +8,14 @@ code points (`columnKind`), as occlint's spans do.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from urllib.parse import quote
 
 from occlint import __version__
 from occlint.emit.json_lines import relative_path
+from occlint.emit.encode import dumps, to_bytes, uri_path
 from occlint.model import Finding, Span
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -44,7 +43,7 @@ def _artifact(path: str, root: str) -> dict:
     rel = relative_path(path, root)
     if os.path.isabs(rel):
         return {"uri": Path(rel).as_uri()}
-    return {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
+    return {"uri": uri_path(rel), "uriBaseId": "%SRCROOT%"}
 
 
 def _root_uri(root: str) -> str:
@@ -78,7 +77,7 @@ def line_hash(finding: Finding, root: str, sources: Mapping[str, str] | None) ->
     """A location hash that survives line shifts: code, file, kernel and the normalized line."""
     from occlint.baseline import key
 
-    return hashlib.sha256("\0".join(key(finding, root, sources)).encode()).hexdigest()[:16]
+    return hashlib.sha256(to_bytes("\0".join(key(finding, root, sources)))).hexdigest()[:16]
 
 
 def _result(finding: Finding, index: dict, root: str, fingerprint: str) -> dict:
@@ -146,5 +145,4 @@ def build(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str,
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
            rules: Mapping | None = None) -> str:
-    return json.dumps(build(findings, root=root, sources=sources, rules=rules), indent=2,
-                      ensure_ascii=False) + "\n"
+    return dumps(build(findings, root=root, sources=sources, rules=rules), indent=2) + "\n"

@@ -52,15 +52,9 @@ def lint_python(text: str, path: str, config, *, cache=None, compile: bool = Tru
 
 
 def archs(config) -> tuple[str, ...]:
-    """The archs Python kernels are compiled for: the configured ones, else the toolchain's choice."""
-    if config.arch:
-        return tuple(config.arch)
-    from occlint.toolchain import archs_for
-    try:
-        return tuple(archs_for(config))
-    except Exception:
-        from occlint.config import target_archs
-        return tuple(target_archs(config))
+    """The archs Python kernels are compiled for: the run's arch decision (toolchain.archs_for)."""
+    from occlint.toolchain.flags import archs_for
+    return tuple(archs_for(config))
 
 
 _MARKERS = (b"cupy", b"pycuda", b"cpp_extension")

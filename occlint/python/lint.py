@@ -22,8 +22,6 @@ from occlint.python.extract import Arg, Module, PyAttribute, PyLaunch, PyModel, 
 from occlint.python.strings import UNKNOWN
 
 HOST = "__occlint_python_launches__"
-_PY_FILE_NOQA = re.compile(r"#\s*occlint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?", re.I)
-_PY_LINE_NOQA = re.compile(r"#\s*noqa\b(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.I)
 _NAME = re.compile(r"^[A-Za-z_][\w:]*(?:<[^<>;{}()]*>)?$")
 
 
@@ -139,38 +137,16 @@ def map_finding(v: Virtual, f: Finding, pytext: str, inside: frozenset[int] = fr
                                data={**f.data, "noqa_comment": comment})
 
 
-# --- suppression on the Python line ------------------------------------------------------------
-
-
-def python_noqa(text: str):
-    """Like engine.noqa_map, for `# noqa` comments (the Python side of the file)."""
-    from occlint.engine import _codes
-    file_level, lines = False, {}
-    if "noqa" not in text.lower():
-        return file_level, lines
-    for number, line in enumerate(text.splitlines(), 1):
-        if "noqa" not in line.lower() or "#" not in line:
-            continue
-        m = _PY_FILE_NOQA.search(line)
-        if m:
-            codes = _codes(m.group("codes"))
-            file_level = None if codes is None or file_level is None else (file_level or frozenset()) | codes
-            continue
-        m = _PY_LINE_NOQA.search(line)
-        if m:
-            lines[number] = _codes(m.group("codes"))
-    return file_level, lines
-
-
 # --- the pure entry point -------------------------------------------------------------------
 
 
 def lint_python_source(text: str, path: str, model: PyModel, usage: Mapping[int, Sequence[Usage]],
                        errors: Mapping[int, Sequence[CompileError]], config) -> list[Finding]:
     """Findings for every CUDA string of a Python file (usage/errors per module index). Pure."""
-    from occlint.engine import lint_source, suppressed
+    from occlint import noqa as suppressions
+    from occlint.engine import lint_source
 
-    noqa = python_noqa(text)
+    noqa = suppressions.read(text, "#")
     findings: list[Finding] = []
     for mod in model.modules:
         if mod.code is None:
@@ -182,7 +158,7 @@ def lint_python_source(text: str, path: str, model: PyModel, usage: Mapping[int,
                             compile_errors=list(errors.get(mod.index, ())))
         for f in found:
             g = map_finding(v, f, text, inside)
-            if not suppressed(g.code, range(g.span.line, g.span.end_line + 1), noqa):
+            if not suppressions.suppressed(g.code, range(g.span.line, g.span.end_line + 1), noqa):
                 findings.append(g)
     findings = list(dict.fromkeys(findings))
     findings.sort(key=lambda f: (f.span.line, f.span.column, f.code, f.arch or ""))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from occlint.model import SourceFile
@@ -15,7 +13,6 @@ from occlint.source.macros import macro_launches
 from occlint.source.shared import shared_nodes
 from occlint.source.text import decode
 
-_CACHE_SIZE = 16
 STRICT = False      # tests set this to see the exception instead of an empty result
 
 
@@ -27,10 +24,6 @@ class Parsed:
     ctx: Context | None
     kernels: list
     shared: list
-
-
-_recent: OrderedDict[int, Parsed] = OrderedDict()   # id(SourceFile) -> Parsed, newest last
-_lock = threading.Lock()
 
 
 def parse(text: str | bytes, path: str = "<input>") -> SourceFile:
@@ -50,19 +43,15 @@ def parse_full(text: str | bytes, path: str = "<input>") -> Parsed:
         if STRICT:
             raise
         parsed = Parsed(SourceFile(path=path, text=decoded), None, [], [])
-    with _lock:
-        _recent[id(parsed.sf)] = parsed
-        while len(_recent) > _CACHE_SIZE:
-            _recent.popitem(last=False)
+        object.__setattr__(parsed.sf, "parsed", parsed)
     return parsed
 
 
 def parsed_for(sf: SourceFile) -> Parsed:
-    """The Parsed behind `sf` (re-parsed when it is no longer cached)."""
-    with _lock:
-        p = _recent.get(id(sf))
-    if p is not None and p.sf is sf:
-        return p
+    """The Parsed behind `sf`: the one made when `sf` was parsed (a SourceFile built by hand,
+    without one, is parsed from its text)."""
+    if isinstance(sf.parsed, Parsed):
+        return sf.parsed
     return parse_full(sf.text, sf.path)
 
 
@@ -86,5 +75,7 @@ def _extract(text: str, path: str) -> Parsed:
         launches=tuple(launches),
         attributes=tuple(sorted(attributes, key=lambda a: a.span.start)),
     )
-    return Parsed(sf, ctx, kns, sns)
+    parsed = Parsed(sf, ctx, kns, sns)
+    object.__setattr__(sf, "parsed", parsed)      # frozen dataclass: set once, here
+    return parsed
 

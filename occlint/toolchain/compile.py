@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from occlint.config import Config
+from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
@@ -26,9 +27,8 @@ from occlint.toolchain.flags import (
     load_compile_commands,
 )
 from occlint.toolchain.ptxas import parse_errors, parse_usage
+from occlint.toolchain.safe import WARNINGS, private_tmpdir, stage
 
-UNITS = (".cu",)
-HEADERS = (".cuh", ".h", ".hpp", ".hh", ".inl")
 SKIPPED_CHECKS = "register, spill and static shared memory checks"
 NO_NVCC_NOTICE = (
     "occlint: notice: nvcc not found, so the {checks} were skipped (source-only checks ran). "
@@ -68,7 +68,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
             for dirpath, dirnames, filenames in os.walk(p):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 out.extend(os.path.join(dirpath, f) for f in sorted(filenames)
-                           if f.endswith(UNITS + HEADERS))
+                           if is_unit(f) or is_header(f))
         else:
             out.append(p)
     return list(dict.fromkeys(out))
@@ -110,7 +110,8 @@ def run_with_timeout(cmd: list[str], cwd: str, timeout: float) -> tuple[int | No
 
 
 def _display_path(reported: str, cwd: str, unit: str) -> str:
-    """The compiler's path for a diagnostic, as the user named the unit when it is the unit."""
+    """The compiler's path for a diagnostic, as the user named the unit when it is the unit.
+    Called while the temp links exist: realpath sees through them to the user's files."""
     full = os.path.realpath(os.path.join(cwd, reported))
     if full == os.path.realpath(unit):
         return unit
@@ -120,10 +121,16 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
 
 def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
                 timeout: float) -> tuple[list[Usage], list[CompileError], list[str] | None]:
-    """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable)."""
-    src = os.path.abspath(unit)
-    with tempfile.TemporaryDirectory(prefix="occlint-") as tmp:
-        cmd = compile_command(nvcc, src, arch, flags, tmp)
+    """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable).
+    nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back."""
+    with private_tmpdir() as tmp:
+        try:
+            st = stage(unit, flags, cwd, tmp)
+        except OSError as exc:
+            return [], [CompileError(unit, None, None, f"cannot prepare the compile: {exc}", arch,
+                                     "nvcc", None, unit)], None
+        WARNINGS.update(st.warnings)
+        cmd = compile_command(nvcc, st.source, arch, st.flags, tmp)
         try:
             code, out = run_with_timeout(cmd, cwd, timeout)
         except OSError as exc:
@@ -134,25 +141,29 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
             return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
         usages = parse_usage(out, arch, unit)
         errors = [
-            CompileError(_display_path(e.path, cwd, unit), e.line, e.column, e.message, e.arch,
-                         e.kind, e.kernel, unit)
-            for e in parse_errors(out, src, arch)
+            CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
+                         e.arch, e.kind, e.kernel, unit)
+            for e in parse_errors(out, st.source, arch)
         ]
         if code != 0 and not errors:
             last = next((ln for ln in reversed(out.splitlines()) if ln.strip()), "")
             errors.append(CompileError(unit, None, None,
-                                       f"nvcc exited with {code}: {last.strip()}"[:500],
+                                       st.restore(f"nvcc exited with {code}: {last.strip()}")[:500],
                                        arch, "nvcc", None, unit))
         # A result is cacheable only with a complete list of the files it read: the depfile
         # exists once preprocessing succeeded; a missing header (fatal) leaves none.
         if any(e.kind in ("fatal", "nvcc") for e in errors):
             return usages, errors, None
         try:
-            deps = parse_depfile(Path(tmp, "x.d").read_text(encoding="utf-8", errors="replace"))
+            deps = parse_depfile(Path(tmp, "x.d").read_text(encoding="utf-8",
+                                                            errors="surrogateescape"))
         except OSError:
             return usages, errors, None
-    deps = [os.path.realpath(os.path.join(cwd, d)) for d in deps]
-    return usages, errors, list(dict.fromkeys([os.path.realpath(src), *deps]))
+        # real paths while the temp links exist; files occlint made in `tmp` are not inputs
+        deps = [os.path.realpath(os.path.join(cwd, d)) for d in deps]
+        real_tmp = os.path.realpath(tmp) + os.sep
+        deps = [d for d in deps if not d.startswith(real_tmp)]
+    return usages, errors, list(dict.fromkeys([os.path.realpath(unit), *deps]))
 
 
 def _usage_to_json(u: Usage) -> dict:
@@ -180,7 +191,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     archs = archs_for(config, entries)
     report = UsageReport(archs=archs)
     files = expand_paths(paths)
-    units = [f for f in files if f.endswith(UNITS)]
+    units = [f for f in files if is_unit(f)]
     if not units:
         return report
     nvcc = nvcc or find_nvcc(config, entries)
@@ -219,6 +230,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout)
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
+    WARNINGS.clear()
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         for item, (usages, errors, deps) in zip(todo, pool.map(work, todo), strict=True):
@@ -239,6 +251,8 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             _kill_group(proc)
         raise
     pool.shutdown()
+    if WARNINGS:
+        report.notice = "\n".join(f"occlint: warning: {w}" for w in sorted(WARNINGS))
     if cache and cache.writes:
         cache.evict()
     for unit in units:

@@ -6,10 +6,12 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 
-from occlint.config import Config, target_archs
+from occlint.config import Config
 from occlint.errors import OcclintError
+from occlint.model import Usage
 
 # options dropped with their value (separate argument or `=value`)
 _DROP_WITH_VALUE = {
@@ -172,20 +174,31 @@ def archs_in_args(args: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def archs_for(config: Config, compile_commands: list[dict] | None = None) -> tuple[str, ...]:
-    """CLI/config arch, else a configured `gpu`'s arch, else the archs in the build's flags, else
-    the default GPU's ("sm_90"). The one place this order is decided; `check` and `doctor` agree."""
+def archs_for(config: Config, compile_commands: list[dict] | None = None,
+              usage: Iterable[Usage] = ()) -> tuple[str, ...]:
+    """The archs a run evaluates, decided here and nowhere else: the CLI/config `arch`, else a
+    configured `gpu`'s arch, else the archs nvcc's figures were recorded for (`usage`: sidecars,
+    an editor's compile), else the archs in the build's flags, else the default GPU's ("sm_90").
+    `check`, `kernels`, `doctor`, the lockfile and the language server all ask this function."""
     if config.arch:
         return tuple(normalize_arch(a) for a in config.arch)
     if config.gpu != Config.gpu:
-        return target_archs(config)
+        return _gpu_arch(config.gpu)
+    recorded = sorted({u.arch for u in usage})
+    if recorded:
+        return tuple(recorded)
     found: list[str] = []
     for entry in compile_commands or []:
         if str(entry.get("file", "")).endswith(".cu"):
             found.extend(archs_in_args(entry_arguments(entry)))
     if found:
         return tuple(dict.fromkeys(found))
-    return target_archs(config)
+    return _gpu_arch(config.gpu)
+
+
+def _gpu_arch(name: str) -> tuple[str, ...]:
+    from occlint import gpus
+    return (gpus.arch_name(gpus.gpu(name).arch),)
 
 
 def normalize_arch(arch: str) -> str:

@@ -1,0 +1,60 @@
+"""The options every linting command shares, and the one function that turns them into a Config.
+
+`check`, `fix`, `baseline` and `lock` take `add_lint_arguments`; `kernels`, `doctor`, `clean`
+and `report` take `add_config_arguments` (config, archs, GPU, cache). `load(args)` reads whichever
+of them a command has: the config file (or the closest one), then inline `--config key = value`
+options in order, then the flags, as in ruff.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, *, cache: bool = True) -> None:
+    """`--config` (repeatable: one file and any number of inline `key = value`), `--arch`, `--gpu`
+    and, with `cache`, `--jobs` and `--no-cache`."""
+    parser.add_argument("--config", action="append", metavar="FILE | KEY=VALUE",
+                        help="config file, or an inline TOML `key = value` overriding it (repeatable)")
+    parser.add_argument("--arch", action="append", type=csv, metavar="ARCHS",
+                        help="target archs, e.g. sm_80,sm_90 (repeatable)")
+    parser.add_argument("--gpu", metavar="NAME", help="GPU for SM counts and the default arch (default: h100)")
+    if cache:
+        parser.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel compiles")
+        parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
+
+
+def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that choose files, archs and rules: `check`, `fix`, `baseline`, `lock`."""
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the project root)")
+    add_config_arguments(parser)
+    parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
+    parser.add_argument("--select", type=csv, metavar="CODES", help="rule codes or prefixes to enable (replaces the config)")
+    parser.add_argument("--extend-select", type=csv, metavar="CODES", help="rule codes or prefixes to enable in addition")
+    parser.add_argument("--ignore", type=csv, metavar="CODES", help="rule codes or prefixes to disable")
+
+
+def load(args):
+    """The Config for a command's arguments (any subset of the ones above)."""
+    from occlint.config import load_config, split_config_options
+
+    config_file, overrides = split_config_options(getattr(args, "config", None) or ())
+    flags = {
+        "arch": [a for group in getattr(args, "arch", None) or () for a in group] or None,
+        "gpu": getattr(args, "gpu", None),
+        "nvcc": getattr(args, "nvcc", None),
+        "min-occupancy": getattr(args, "min_occupancy", None),
+        "select": getattr(args, "select", None),
+        "jobs": getattr(args, "jobs", None),
+        "no-cache": True if getattr(args, "no_cache", False) else None,
+    }
+    overrides.update({key: value for key, value in flags.items() if value is not None})
+    extend = {key: value for key, value in (("extend-select", getattr(args, "extend_select", None)),
+                                            ("ignore", getattr(args, "ignore", None))) if value}
+    paths = getattr(args, "paths", None) or ()
+    return load_config(config_file, start=paths[0] if paths else None, overrides=overrides,
+                       extend=extend)
