@@ -267,3 +267,16 @@ def test_fix_edits_inside_the_string(tmp_path, nvrtc_lib):
     target.write_text(open(src, encoding="utf-8").read())
     proc = run_cli("check", "--arch", "sm_90", "--fix", "--unsafe-fixes", str(target))
     assert "__launch_bounds__(256, 8) accumulate(" in target.read_text(), proc.stdout + proc.stderr
+
+
+def test_augmented_assignment_builds_the_source():
+    src = textwrap.dedent('''\
+        import cupy
+        def make(flag):
+            code = r"""extern "C" __global__ void k(float* p) {"""
+            code += r""" p[threadIdx.x] = 1.0f; }"""
+            return cupy.RawKernel(code, "k")
+        ''')
+    model = extract(src, "x.py")
+    assert model.modules[0].code.text == 'extern "C" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }'
+    _check_map(src, model.modules[0].code)

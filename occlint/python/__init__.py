@@ -20,9 +20,14 @@ def is_python(path: str) -> bool:
     return path.endswith(PY_SUFFIXES)
 
 
+_QUALIFIED = re.compile(r"\b(?:cupy|cp|pycuda\.compiler|cpp_extension)\.(?:RawKernel|RawModule|SourceModule|load_inline)\b")
+
+
 def might_have_cuda(text: str) -> bool:
-    """True when the file imports a CUDA-compiling framework and names one of its compile calls."""
-    return any(c in text for c in _CALLS) and _IMPORT.search(text) is not None
+    """True when the file names one of the compile calls and imports its framework (or calls it
+    qualified, `cupy.RawKernel(...)`, with cupy imported through another module)."""
+    return any(c in text for c in _CALLS) and (_IMPORT.search(text) is not None
+                                                or _QUALIFIED.search(text) is not None)
 
 
 def lint_python(text: str, path: str, config, *, cache=None, compile: bool = True):

@@ -109,6 +109,9 @@ _BINOPS = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: oper
            cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Modulo: operator.mod,
            cst.Power: operator.pow, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
            cst.BitOr: operator.or_, cst.BitAnd: operator.and_, cst.BitXor: operator.xor}
+_AUG = {cst.AddAssign: cst.Add(), cst.SubtractAssign: cst.Subtract(), cst.MultiplyAssign: cst.Multiply(),
+        cst.FloorDivideAssign: cst.FloorDivide(), cst.ModuloAssign: cst.Modulo(),
+        cst.LeftShiftAssign: cst.LeftShift(), cst.RightShiftAssign: cst.RightShift()}
 _FUNCS = {"min": min, "max": max, "int": int, "abs": abs, "len": len, "round": round}
 _MATH = {"ceil": math.ceil, "floor": math.floor}
 
@@ -325,7 +328,9 @@ class _Extractor(cst.CSTVisitor):
         pos, value, kind = found
         if kind == "aug":
             op, rhs = value
-            return self._binop(op, cst.Name(name) if "." not in name else node, rhs, scopes, pos, node,
+            if type(op) not in _AUG:
+                return Unknown(self.source(node))
+            return self._binop(_AUG[type(op)], cst.Name(name) if "." not in name else node, rhs, scopes, pos, node,
                                left_value=self._named(name, node, scopes, pos))
         inner = self.scope_of(value)
         return self.value(value, inner, pos)
@@ -495,7 +500,11 @@ class _Extractor(cst.CSTVisitor):
         backend = kwargs.get("backend")
         if backend is not None:
             b = self.value(backend)
-            mod.backend = b.text if isinstance(b, PyStr) else "unknown"
+            if isinstance(b, PyStr) and not b.unknown:
+                mod.backend = b.text
+            else:       # a setting elsewhere: the framework's default, and say so
+                self.model.problems.append((self.start(backend), f"backend `{_short(self.source(backend))}` "
+                                                                 f"could not be evaluated; compiled with {mod.backend}"))
         opt_key = {"torch": "extra_cuda_cflags"}.get(framework, "options")
         if opt_key in kwargs:
             opts = self.value(kwargs[opt_key])

@@ -177,7 +177,7 @@ def notices_for(model: PyModel) -> list[str]:
             parts = ", ".join(f"`{u}`" for u in dict.fromkeys(mod.code.unknown))
             out.append(f"{model.path}:{span.line}:{span.column}: {mod.api} source is partly unknown ({parts}): "
                        "linted where it parses; not compiled, so register and spill checks were skipped")
-        if not mod.options_known:
+        if mod.code is not None and not mod.options_known:
             span = make_span(model.text, mod.offset, mod.offset)
             out.append(f"{model.path}:{span.line}:{span.column}: {mod.api} options could not be evaluated; "
                        "compiled without them")
