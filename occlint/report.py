@@ -135,9 +135,9 @@ def _key(k: Kernel) -> tuple[str, str]:
 def build(result, *, root: str | None = None, findings=None) -> ReportModel:
     """The report's model from a `lint_paths` result (which keeps its parses and usage).
     `findings`: those to show when not the result's own (after --diff-base, --baseline, --fix)."""
-    from occlint.engine import archs_to_evaluate
     from occlint.facts import build_facts
     from occlint.project import Project
+    from occlint.toolchain.flags import archs_for
 
     config = result.config
     root = root or (config.root if config is not None else ".")
@@ -149,7 +149,7 @@ def build(result, *, root: str | None = None, findings=None) -> ReportModel:
     for sf in project:
         path = sf.path
         usage = result.usage.get(path, [])
-        archs = archs_to_evaluate(config, usage)
+        archs = archs_for(config, usage=usage)       # as engine.lint_source decides them
         all_archs.update(archs)
         facts = build_facts(sf, usage, config, archs, (), project)
         for kf in facts.kernels:
