@@ -13,6 +13,7 @@ occupancy). Block size is evaluated at every warp multiple (and at the current s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from occlint import occupancy
@@ -54,6 +55,7 @@ def limiter_of(occ) -> str:
 
 def _runs(f, lo: int, hi: int) -> tuple[Segment, ...]:
     """Flat runs of f over [lo, hi] for f whose active blocks never grow with x."""
+    f = functools.lru_cache(maxsize=None)(f)
     out = []
     x = lo
     while x <= hi:
@@ -71,18 +73,30 @@ def curves(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
     """(by block size, by registers/thread, by shared memory/block) around one configuration.
 
     `max_block_size`: the kernel's `__launch_bounds__` maximum (the block curve stops there).
+    Results are cached: kernels of a project often share a configuration.
     """
+    name = _consts(arch).name
+    if _consts(name).a is not _consts(arch).a:     # an ArchLimits not from gpus.toml: no cache
+        return _curves(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
+                       max_block_size, max_dynamic_smem, carveout, cache_config, barriers)
+    return _cached(name, block_size, regs_per_thread, static_smem, dynamic_smem,
+                   max_block_size, max_dynamic_smem, carveout, cache_config, barriers)
+
+
+def _curves(arch, block_size, regs_per_thread, static_smem, dynamic_smem, max_block_size,
+            max_dynamic_smem, carveout, cache_config, barriers) -> tuple[Curve, Curve, Curve]:
     kw = {"max_dynamic_smem": max_dynamic_smem, "carveout": carveout,
           "cache_config": cache_config, "barriers": barriers}
     c = _consts(arch)
-    now = compute(c.a, block_size, regs_per_thread, static_smem, dynamic_smem, **kw)
-    cl = occupancy.cliffs(c.a, block_size, regs_per_thread, static_smem, dynamic_smem, **kw)
+    now = compute(arch, block_size, regs_per_thread, static_smem, dynamic_smem, **kw)
+    cl = occupancy.cliffs(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
+                          max_block_size=max_block_size, **kw)
 
     top_block = min(c.max_tpb, max_block_size or c.max_tpb)
     sizes = sorted({*range(c.ws, top_block + 1, c.ws), block_size} - {0})
     points = []
     for size in sizes:
-        occ = compute(c.a, size, regs_per_thread, static_smem, dynamic_smem, **kw)
+        occ = compute(arch, size, regs_per_thread, static_smem, dynamic_smem, **kw)
         points.append(Segment(size, size, occ.occupancy, occ.active_blocks, limiter_of(occ)))
     by_block = Curve("block_size", "Occupancy vs block size", "threads per block", tuple(points),
                      block_size, now.occupancy, cl.block_size.gain, cl.block_size.loss,
@@ -91,7 +105,7 @@ def curves(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
     top_regs = min(255, c.max_regs)
     by_regs = Curve(
         "registers", "Occupancy vs registers per thread", "registers per thread",
-        _runs(lambda r: compute(c.a, block_size, r, static_smem, dynamic_smem, **kw), 1,
+        _runs(lambda r: compute(arch, block_size, r, static_smem, dynamic_smem, **kw), 1,
               max(top_regs, regs_per_thread)),
         regs_per_thread, now.occupancy, cl.registers.gain, cl.registers.loss,
         0, max(top_regs, regs_per_thread), step=True)
@@ -101,14 +115,14 @@ def curves(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
     def with_total(t: int):          # as occupancy.cliffs: change dynamic first, then static
         if t >= total:
             if dynamic_smem:
-                return compute(c.a, block_size, regs_per_thread, static_smem,
+                return compute(arch, block_size, regs_per_thread, static_smem,
                                dynamic_smem + t - total, **kw)
-            return compute(c.a, block_size, regs_per_thread, static_smem + t - total, 0, **kw)
+            return compute(arch, block_size, regs_per_thread, static_smem + t - total, 0, **kw)
         shed = total - t
         if shed <= dynamic_smem:
-            return compute(c.a, block_size, regs_per_thread, static_smem, dynamic_smem - shed,
+            return compute(arch, block_size, regs_per_thread, static_smem, dynamic_smem - shed,
                            **kw)
-        return compute(c.a, block_size, regs_per_thread, static_smem - (shed - dynamic_smem), 0,
+        return compute(arch, block_size, regs_per_thread, static_smem - (shed - dynamic_smem), 0,
                        **kw)
 
     top_smem = max(c.optin, total)
@@ -117,3 +131,6 @@ def curves(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
         _runs(with_total, 0, top_smem), total, now.occupancy, cl.shared_memory.gain,
         cl.shared_memory.loss, 0, top_smem, step=True)
     return by_block, by_regs, by_smem
+
+
+_cached = functools.lru_cache(maxsize=4096)(_curves)

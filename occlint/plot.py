@@ -11,6 +11,7 @@ rule), and carries each mark's label as text, so it reads the same in grayscale 
 
 from __future__ import annotations
 
+import itertools
 from html import escape
 
 from occlint.curves import Curve
@@ -110,18 +111,20 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
            f'<title id="{cid}-t">{escape(title)}</title>',
            f'<desc id="{cid}-d">{escape(description(curve))}</desc>',
            f'<text x="{LEFT}" y="16" class="ct" font-size="12" font-weight="600">{escape(curve.title)}</text>']
-    # grid and axes
-    for v in (0, 0.25, 0.5, 0.75, 1.0):
-        y = Y(v)
-        out.append(f'<line x1="{LEFT}" y1="{y}" x2="{LEFT + pw}" y2="{y}" stroke="#ccc" stroke-width="0.6"/>')
-        out.append(f'<text x="{LEFT - 4}" y="{y + 3.5}" text-anchor="end" font-size="10">{int(v * 100)}%</text>')
-    for t in _ticks(curve):
-        x = X(t)
-        out.append(f'<line x1="{x}" y1="{TOP + ph}" x2="{x}" y2="{TOP + ph + 4}" stroke="#555"/>')
-        out.append(f'<text x="{x}" y="{TOP + ph + 15}" text-anchor="middle" font-size="10">{_tick_label(curve, t)}</text>')
-    out.append(f'<line x1="{LEFT}" y1="{TOP + ph}" x2="{LEFT + pw}" y2="{TOP + ph}" stroke="#555"/>')
-    out.append(f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + ph}" stroke="#555"/>')
-    out.append(f'<text x="{LEFT + pw / 2}" y="{HEIGHT - 6}" text-anchor="middle" font-size="10.5">{escape(curve.x_label)}</text>')
+    # grid, axes and ticks: one path each; text attributes on groups (compact, and no CSS needed)
+    levels = (0, 0.25, 0.5, 0.75, 1.0)
+    ticks = _ticks(curve)
+    base = TOP + ph
+    out.append(f'<path d="{"".join(f"M{LEFT},{Y(v)}H{LEFT + pw}" for v in levels[1:])}" '
+               'stroke="#ccc" stroke-width="0.6"/>')
+    out.append(f'<path d="M{LEFT},{TOP}V{base}H{LEFT + pw}{"".join(f"M{X(t)},{base}v4" for t in ticks)}" '
+               'fill="none" stroke="#555"/>')
+    out.append('<g font-size="10"><g text-anchor="end">'
+               + "".join(f'<text x="{LEFT - 4}" y="{Y(v) + 3.5}">{int(v * 100)}%</text>' for v in levels)
+               + '</g><g text-anchor="middle">'
+               + "".join(f'<text x="{X(t)}" y="{base + 15}">{_tick_label(curve, t)}</text>' for t in ticks)
+               + f'<text x="{LEFT + pw / 2}" y="{HEIGHT - 6}" font-size="10.5">{escape(curve.x_label)}</text>'
+               "</g></g>")
     # the curve
     if curve.step:
         d = []
@@ -132,8 +135,8 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
     else:
         pts = " ".join(f"{X(s.first)},{Y(s.occupancy)}" for s in curve.segments)
         out.append(f'<polyline points="{pts}" fill="none" stroke="{INK}" stroke-width="1.5" class="curve"/>')
-        out.extend(f'<circle cx="{X(s.first)}" cy="{Y(s.occupancy)}" r="1.8" fill="{INK}"/>'
-                   for s in curve.segments)
+        out.append(f'<g fill="{INK}">' + "".join(f'<circle cx="{X(s.first)}" cy="{Y(s.occupancy)}" r="1.8"/>'
+                                                 for s in curve.segments) + "</g>")
     # cliffs: a rule from the current level to the cliff's level, a marker and a label
     labels: list[tuple[float, float, str, str, str]] = []
     now_x, now_y = X(curve.current), Y(curve.current_occupancy)
@@ -176,12 +179,13 @@ def _place_labels(labels, x_lo, x_hi, y_lo, y_hi) -> list[str]:
         w = len(text) * char_w
         sides = (8, -8 - w, -w / 2) if side > 0 else (-8 - w, 8, -w / 2)
         near = [(x + dx, y + dy) for dy in (-10, 16, -22, 28, -34, 40) for dx in sides]
-        # then anywhere in the plot, nearest first
-        grid = sorted(((gx, gy) for gx in range(int(x_lo), int(x_hi), 8)
-                       for gy in range(int(y_lo), int(y_hi) + 1, 6)),
-                      key=lambda p: (p[0] + w / 2 - x) ** 2 + (p[1] - y) ** 2)
+
+        def grid(x=x, y=y, w=w):         # then anywhere in the plot, nearest first (rarely needed)
+            yield from sorted(((gx, gy) for gx in range(int(x_lo), int(x_hi), 8)
+                               for gy in range(int(y_lo), int(y_hi) + 1, 6)),
+                              key=lambda p: (p[0] + w / 2 - x) ** 2 + (p[1] - y) ** 2)
         best = None
-        for lx, ly in (*near, *grid):
+        for lx, ly in itertools.chain(near, grid()):
             lx = min(max(lx, x_lo + 2), x_hi - w)
             if ly - h < y_lo - 14 or ly > y_hi - 2:
                 continue
@@ -218,20 +222,24 @@ def table_rows(curve: Curve) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def standalone(curves: tuple[Curve, ...], heading: str) -> str:
-    """A self-contained .svg file: a heading and the three charts side by side."""
-    gap = 10
+def standalone(curves: tuple[Curve, ...], heading: str, subheading: str = "") -> str:
+    """A self-contained .svg file: a heading (and a second line) and the three charts side by side."""
+    gap, top = 10, 48 if subheading else 30
     width = len(curves) * WIDTH + (len(curves) - 1) * gap
+    height = HEIGHT + top + 4
+    name = f"{heading}: {subheading}" if subheading else heading
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n',
-           f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT + 34}" '
-           f'viewBox="0 0 {width} {HEIGHT + 34}" role="img" aria-labelledby="occ-t occ-d" '
+           f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="occ-t occ-d" '
            'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif">',
-           f'<title id="occ-t">{escape(heading)}</title>',
+           f'<title id="occ-t">{escape(name)}</title>',
            f'<desc id="occ-d">{escape(" ".join(c.title + ": " + description(c) for c in curves))}</desc>',
-           f'<rect width="{width}" height="{HEIGHT + 34}" fill="#fff"/>',
+           f'<rect width="{width}" height="{height}" fill="#fff"/>',
            f'<text x="8" y="20" font-size="14" font-weight="600">{escape(heading)}</text>']
+    if subheading:
+        out.append(f'<text x="8" y="38" font-size="13">{escape(subheading)}</text>')
     for i, c in enumerate(curves):
-        out.append(chart(c, f"c{i}", at=(i * (WIDTH + gap), 30)).replace(
+        out.append(chart(c, f"c{i}", at=(i * (WIDTH + gap), top)).replace(
             ' xmlns="http://www.w3.org/2000/svg"', "", 1))
     out.append("</svg>\n")
     return "".join(out)

@@ -69,9 +69,17 @@ def test_curves_are_the_engine_step_by_step(config):
         assert s.occupancy == compute(arch, s.first, regs, static, dynamic).occupancy
 
 
-def test_block_curve_stops_at_launch_bounds():
+def test_block_curve_and_its_cliffs_stop_at_launch_bounds():
     by_block, _, _ = curves("sm_90", 128, 32, max_block_size=256)
     assert [s.first for s in by_block.segments] == [32, 64, 96, 128, 160, 192, 224, 256]
+    # 82 registers at 256 threads: 288 threads would gain warps, but __launch_bounds__(256)
+    # forbids it, so the nearest gain is a smaller block (192: 3 blocks of 6 warps)
+    unbounded, _, _ = curves("sm_80", 256, 82)
+    assert unbounded.gain.value == 288
+    bounded, _, _ = curves("sm_80", 256, 82, max_block_size=256)
+    assert bounded.gain.value == 192 and bounded.gain.result.active_warps == 18
+    assert bounded.loss.value == 224
+    assert bounded.x_max == 256
 
 
 # --- charts: text alternative, marks told apart without colour ----------------------------------
@@ -335,3 +343,48 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
         assert fit["page"] <= fit["view"] and fit["widest"] <= fit["view"], fit
         assert fit["lefts"] == 1                            # stacked
         assert fit["label"] >= 9, fit                     # chart text stays readable
+
+
+# --- without nvcc, and with hostile text ----------------------------------------------------------
+
+
+def _lint(folder, usage):
+    import dataclasses
+
+    from occlint.config import load_config
+    from occlint.engine import lint_paths
+
+    config = dataclasses.replace(load_config(None, start=str(folder)), arch=("sm_90",))
+    return lint_paths([str(folder)], config, usage=usage)
+
+
+def test_report_without_compiler_figures_lists_kernels_but_draws_nothing(tmp_path):
+    from occlint import report
+    from occlint.emit import html
+
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    model = report.build(_lint(tmp_path / "examples", {}), root=str(tmp_path))
+    assert not model.compiled
+    assert {e.name for e in model.kernels} == {"block_reduce_naive", "scale"}
+    page = html.page(model)
+    assert "nvcc was not available" in page and 'class="chart"' not in page
+    assert page.count("No compiler figures for this arch, so no curves.") == 2
+
+
+def test_report_escapes_source_text_and_names(tmp_path):
+    from occlint import report
+    from occlint.emit import html
+    from occlint.model import Usage
+
+    src = tmp_path / "evil.cu"
+    src.write_text('// <script>alert(1)</script> \x1b[31m\n'
+                   '__global__ void k(float* p) { p[threadIdx.x] = 1; }\n'
+                   'void run(float* p) { k<<<1, 100>>>(p); }  // "</pre><b>x</b>\n')
+    usage = {str(src): [Usage("k", "sm_90", 12, source="recorded")]}
+    page = html.page(report.build(_lint(tmp_path, usage), root=str(tmp_path)))
+    assert "<script>alert" not in page and "</pre><b>x" not in page
+    assert "\x1b" not in page and "\\x1b" in page
+    dom = _Dom()
+    dom.feed(page)
+    assert [a["data-code"] for a in dom.all("article", cls="finding")] == ["OCC031"]
+    assert len(dom.all("script")) == 1

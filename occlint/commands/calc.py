@@ -224,10 +224,10 @@ def _plot(path: str, inp: dict, kw: dict, occ) -> None:
                 inp["dynamic_smem"], **kw)
     smem = inp["static_smem"] + inp["dynamic_smem"]
     heading = (f"{a.name}: {inp['block_size']} threads/block, {inp['regs_per_thread']} registers/thread, "
-               f"{format_size(smem)} shared memory/block: occupancy {occ.occupancy:.1%}"
-               + (f", {occ.words}" if occ.words else ""))
+               f"{format_size(smem)} shared memory/block")
+    words = f"occupancy {occ.occupancy:.1%}" + (f", {occ.words}" if occ.words else "")
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(plot.standalone(cs, heading))
+            fh.write(plot.standalone(cs, heading, words))
     except OSError as exc:
         raise OcclintError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -357,7 +357,8 @@ th[aria-sort=descending] button::after{content:" \\25BC"}
 .bar.b1{background:repeating-linear-gradient(90deg,#333 0 2px,#fff 2px 4px);border:1px solid #333}
 .bar.b2{background:#555}.bar.b3{background:#888}.bar.b4{background:#aaa}.bar.b5{background:#ccc;border:1px solid #666}
 #dist-table td{min-width:170px;white-space:nowrap}
-article.kernel{border-top:1px solid var(--line);padding-top:.3em}
+article.kernel{border-top:1px solid var(--line);padding-top:.3em;content-visibility:auto;contain-intrinsic-size:auto 1000px}
+article.finding{content-visibility:auto;contain-intrinsic-size:auto 300px}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px}
 figure.chartbox{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px}
 figure.chartbox svg{width:100%;height:auto;display:block;font-family:inherit}
