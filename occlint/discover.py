@@ -13,6 +13,7 @@ from pathlib import Path
 
 from occlint.buildfiles import is_build_file
 from occlint.errors import OcclintError
+from occlint.python import is_python, names_a_framework
 
 # The one home of these lists: discovery, the compiler, the engine and the language server read them.
 UNIT_SUFFIXES = (".cu",)                                 # compiled by nvcc on their own
@@ -102,8 +103,9 @@ def _wanted(path: str) -> str | None:
     return None
 
 
-def discover(paths, config) -> tuple[list[str], list[str]]:
-    """(CUDA sources, build files) under `paths` (default: the project root)."""
+def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """(CUDA sources, build files) under `paths` (default: the project root). With a `python`
+    list, the Python files found are appended to it (CUDA inside Python, occlint.python)."""
     paths = list(paths) or [config.root]
     cuda: list[str] = []
     builds: list[str] = []
@@ -114,14 +116,15 @@ def discover(paths, config) -> tuple[list[str], list[str]]:
         if key in seen:
             return
         seen.add(key)
-        (cuda if kind == "cuda" else builds).append(path)
+        (cuda if kind == "cuda" else builds if kind == "build" else python).append(path)
 
     for given in paths:
         if not os.path.exists(given):
             raise OcclintError(f"{given}: no such file or directory")
         if os.path.isfile(given):
             if not excluded(given, config):
-                add(given, _wanted(given) or "cuda")
+                kind = _wanted(given) or ("python" if python is not None and is_python(given) else "cuda")
+                add(given, kind)
             continue
         ignore = GitIgnore()
         root = Path(os.path.abspath(given))
@@ -137,7 +140,8 @@ def discover(paths, config) -> tuple[list[str], list[str]]:
                              and not excluded(os.path.join(folder, d), config))
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                kind = _wanted(path)
+                kind = _wanted(path) or ("python" if python is not None and is_python(path)
+                                         and names_a_framework(path) else None)
                 if kind and not ignore.ignored(path, False) and not excluded(path, config):
                     add(os.path.normpath(path), kind)
     return cuda, builds

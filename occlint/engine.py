@@ -31,6 +31,10 @@ class LintResult:
     notices: list[str] = field(default_factory=list)        # e.g. "nvcc not found: ..."
     errors: list[str] = field(default_factory=list)         # files that could not be read
     sources: dict[str, str] = field(default_factory=dict)   # path -> text (for emitters, --fix)
+    # what the files were linted with, for the HTML report (occlint.report rebuilds the facts)
+    config: Config | None = None
+    project: object = None                                       # occlint.project.Project
+    usage: dict[str, list[Usage]] = field(default_factory=dict)  # CUDA path -> usage linted with
 
 
 # --- findings --------------------------------------------------------------------------------------
@@ -120,7 +124,8 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.discover import discover, is_header
 
     result = LintResult()
-    sources, builds = discover(paths, config)
+    python: list[str] = []
+    sources, builds = discover(paths, config, python)
     texts: dict[str, str] = {}
     for path in [*sources, *builds]:
         try:
@@ -151,12 +156,14 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.toolchain.includers import user_files
     deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
     project = Project.read({**_included(deps, cuda), **{path: texts[path] for path in cuda}})
+    result.config, result.project = config, project
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
             file_usage = list(report.usage_for(path))
         elif not file_usage and is_header(path):
             file_usage = all_usage
+        result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
         result.findings.extend(lint_source(texts[path], path, file_usage, file_config, source=project[path],
@@ -170,6 +177,9 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         result.findings.extend(lint_build_file(texts[path], path, config))
         result.files.append(path)
         result.sources[path] = texts[path]
+    if python:
+        from occlint.python import lint_python_paths
+        lint_python_paths(python, config, result)
     return result
 
 

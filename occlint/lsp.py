@@ -27,6 +27,7 @@ from occlint.config import Config, load_config
 from occlint.discover import is_cuda
 from occlint.errors import OcclintError
 from occlint.model import Finding, Span, Usage
+from occlint.python import is_python, lint_python, might_have_cuda
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "info": lsp.DiagnosticSeverity.Information}
@@ -50,6 +51,7 @@ class OcclintServer(LanguageServer):
         self.findings: dict[str, list[Finding]] = {}     # uri -> what the last diagnostics showed
         self.compiled: dict[str, Compiled] = {}
         self.notices: set[str] = set()
+        self.python: dict[str, tuple[str, list[Finding]]] = {}   # uri -> (digest, findings compiled)
 
     # --- settings and linting ------------------------------------------------------------------
 
@@ -98,6 +100,11 @@ class OcclintServer(LanguageServer):
         if is_cuda(path):
             return lint_source(text, path, self.usage_for(uri, text), config,
                                project=self.project_for(uri, path))
+        if is_python(path) and not is_build_file(path):
+            got = self.python.get(uri)
+            if got is not None and got[0] == _digest(text):
+                return got[1]       # compiled on open/save: register rules included
+            return lint_python(text, path, config, compile=False)[0]
         if is_build_file(path):
             return lint_build_file(text, path, config)
         return []
@@ -128,9 +135,36 @@ class OcclintServer(LanguageServer):
         self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)),
                                       tuple(report.project_files()))
 
+    def compile_python(self, uri: str, path: str, text: str) -> None:
+        """A Python buffer's CUDA strings compiled (NVRTC/nvcc, cached), linted (worker thread)."""
+        from occlint.toolchain.cache import Cache, cache_dir
+
+        config = self.config_for(path)
+        cache = None if config.no_cache else Cache(cache_dir(config))
+        findings, notices = lint_python(text, path, config, cache=cache)
+        for n in notices:
+            if "not found" in n or "not importable" in n:
+                self.notice(f"occlint: {n}")
+        self.python[uri] = (_digest(text), findings)
+
     async def compile_and_publish(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
         path = doc.path
+        if path and is_python(path) and not is_build_file(path):
+            text = doc.source.replace("\r\n", "\n")
+            if not might_have_cuda(text):
+                return
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self.compile_python, uri, path, text)
+            except OcclintError as exc:
+                self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
+                return
+            except Exception as exc:
+                self.log(f"occlint: compiling {path} failed: {type(exc).__name__}: {exc}")
+                return
+            if uri in self.workspace.text_documents:
+                self.publish(uri)
+            return
         if not path or not is_cuda(path):
             return
         try:
@@ -175,11 +209,12 @@ def to_diagnostic(f: Finding, lines, codec) -> lsp.Diagnostic:
     )
 
 
-def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit | None:
+def noqa_edit(text: str, line: int, code: str, comment: str = "//") -> lsp.TextEdit | None:
     """Add `code` to the noqa comment on `line` (1-based), or append `  // noqa: CODE`
-    (occlint.noqa decides where); None when the line already silences it."""
+    (`# noqa` on a Python line; occlint.noqa decides where); None when the line already
+    silences it."""
     content = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
-    where = noqa.add_code(content, code)
+    where = noqa.add_code(content, code, comment)
     if where is None:
         return None
     at, insert = where
@@ -283,6 +318,7 @@ def build_server() -> OcclintServer:
         uri = params.text_document.uri
         ls.findings.pop(uri, None)
         ls.compiled.pop(uri, None)
+        ls.python.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -314,11 +350,12 @@ def build_server() -> OcclintServer:
                     title=title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
                     is_preferred=fix.applicability == "safe",
                     edit=lsp.WorkspaceEdit(changes={uri: edits})))
-            silence = noqa_edit(doc.source, finding.span.line, finding.code)
+            comment = finding.data.get("noqa_comment", "//")
+            silence = noqa_edit(doc.source, finding.span.line, finding.code, comment)
             if silence is not None and ("noqa", finding.code, finding.span.line) not in seen:
                 seen.add(("noqa", finding.code, finding.span.line))
                 actions.append(lsp.CodeAction(
-                    title=f"Add `// noqa: {finding.code}`", kind=lsp.CodeActionKind.QuickFix,
+                    title=f"Add `{comment} noqa: {finding.code}`", kind=lsp.CodeActionKind.QuickFix,
                     diagnostics=[diag], edit=lsp.WorkspaceEdit(changes={uri: [silence]})))
         return actions
 

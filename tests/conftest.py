@@ -35,6 +35,19 @@ def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None 
 
 
 @pytest.fixture(scope="session")
+def nvrtc_lib():
+    """NVRTC (CuPy's compiler) from the nvidia-cuda-nvrtc wheel; in CI a missing one fails."""
+    from occlint.python import nvrtc
+
+    lib = nvrtc.library()
+    if lib is None:
+        if os.environ.get("CI"):
+            pytest.fail("NVRTC not found in CI: install with pip install -e '.[test,cuda]'")
+        pytest.skip("NVRTC not found (pip install -e '.[cuda]')")
+    return lib
+
+
+@pytest.fixture(scope="session")
 def nvcc_path() -> str:
     """The nvcc occlint discovers; in CI a missing nvcc fails the test instead of skipping."""
     from occlint.toolchain import find_nvcc  # provided by the toolchain package

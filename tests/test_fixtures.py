@@ -27,7 +27,7 @@ from occlint.config import config_from_table
 from occlint.engine import lint_source
 from occlint.model import CompileError, Usage
 
-_EXPECT = re.compile(r"//\s*expect:\s*(.*)$")
+_EXPECT = re.compile(r"(?://|#)\s*expect:\s*(.*)$")      # `#` in .py fixtures
 _ITEM = re.compile(r'(OCC\d{3})(?:\s+"([^"]*)")?')
 _USAGE = re.compile(r"^\s*//\s*usage:\s*(\S+?)(?:<([^>]*)>)?\s+(.*)$")
 _COMPILE_ERROR = re.compile(r'^\s*//\s*compile-error:\s*"([^"]*)"')
@@ -51,7 +51,7 @@ class Fixture:
 
 
 def _options(line: str) -> dict:
-    m = re.match(r"^\s*//\s*occlint:\s*(--.*)$", line)
+    m = re.match(r"^\s*(?://|#)\s*occlint:\s*(--.*)$", line)
     if not m:
         return {}
     words, out = shlex.split(m.group(1)), {}
@@ -70,15 +70,16 @@ def _options(line: str) -> dict:
     return out
 
 
-def _is_code(line: str) -> bool:
+def _is_code(line: str, python: bool = False) -> bool:
     s = line.strip()
-    return bool(s) and not s.startswith("//")
+    return bool(s) and not s.startswith(("//", "#") if python else "//")
 
 
 def load(path: Path) -> Fixture:
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     fx = Fixture(path, text, _options(lines[0]) if lines else {})
+    python = path.suffix == ".py"
     pending: list[tuple[str, str]] = []
     pending_errors: list[str] = []
     for number, line in enumerate(lines, 1):
@@ -97,11 +98,13 @@ def load(path: Path) -> Fixture:
             pending_errors.append(m.group(1))
             continue
         m = _EXPECT.search(line)
+        if m and not python and line[m.start()] == "#":
+            m = None
         items = _ITEM.findall(m.group(1)) if m else []
-        if m and not _is_code(line[:m.start()]):
+        if m and not _is_code(line[:m.start()], python):
             pending.extend(items)
             continue
-        if _is_code(line):
+        if _is_code(line, python):
             for code, quoted in [*pending, *items]:
                 fx.expected.setdefault((number, code), []).extend([quoted] if quoted else [])
             for message in pending_errors:
@@ -160,3 +163,27 @@ def test_fixture_with_nvcc(path, nvcc_path, tmp_path):
     if fixed.exists() and not fx.compile_errors:
         after = collect_usage([str(fixed)], config)
         assert not after.errors, after.errors
+
+
+# --- CUDA inside Python: compiled with the real NVRTC (CuPy) and nvcc (PyCUDA), no recorded usage
+
+PY_CASES = sorted(p for p in (FIXTURES / "python").glob("*.py") if not p.name.endswith(".fixed.py"))
+
+
+@pytest.mark.parametrize("path", PY_CASES, ids=[p.name for p in PY_CASES])
+def test_python_fixture(path, nvrtc_lib, nvcc_path, tmp_path):
+    from occlint.python import lint_python
+
+    fx = load(path)
+    config = dataclasses.replace(fx.config(), arch=fx.archs, nvcc=nvcc_path)
+    findings, notices = lint_python(fx.text, str(path), config)
+    assert not [n for n in notices if "not compiled" in n or "not found" in n], notices
+    _compare(fx, findings)
+    fixed = path.with_name(path.name[:-3] + ".fixed.py")
+    if fixed.exists():
+        after, applied = fixing.apply_fixes(fx.text, findings, unsafe=True)
+        assert applied, "a .fixed.py exists but no fix applies"
+        assert after == fixed.read_text(encoding="utf-8")
+    else:
+        assert not [f for f in findings if f.fix and f.fix.applicability == "safe"], \
+            "a safe fix exists: add the expected result as a .fixed.py"

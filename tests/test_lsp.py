@@ -179,3 +179,45 @@ async def test_a_kernel_in_an_included_header_is_known_after_save(client: Langua
     found = await diagnostics_where(client, uri, lambda d: "OCC032" in codes(d), timeout=180)
     (diag,) = [d for d in found if d.code == "OCC032"]
     assert diag.range.start.line == 2
+
+
+PY_SOURCE = '''import cupy as cp
+CODE = r"""
+template <int N> __global__ void accumulate(float* out, const float* in, const float* w, int steps) {
+    float acc[N];
+    float wt[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) { acc[j] = 0.0f; wt[j] = w[j * blockDim.x + threadIdx.x]; }
+    for (int i = 0; i < steps; ++i) {
+        float v = in[i * blockDim.x + threadIdx.x];
+#pragma unroll
+        for (int j = 0; j < N; ++j) acc[j] = fmaf(v, wt[j], acc[j] * v);
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j * blockDim.x + threadIdx.x] = acc[j];
+}
+"""
+mod = cp.RawModule(code=CODE, name_expressions=["accumulate<12>"])
+f = mod.get_function("accumulate<12>")
+f((1056,), (250,), (None, None, None, 9))
+'''
+
+
+@pytest.mark.asyncio
+async def test_python_buffer_diagnostics_inside_the_string_and_actions(client: LanguageClient, nvrtc_lib):
+    uri = (client.project / "k.py").as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=PY_SOURCE)))
+    # at once: the launch rule at the Python call; after NVRTC: the register rule in the string
+    diags = await diagnostics_where(client, uri, lambda d: {"OCC031", "OCC010"} <= codes(d))
+    launch = next(d for d in diags if d.code == "OCC031")
+    assert (launch.range.start.line, launch.range.start.character) == (18, 12)    # `250,`
+    cliff = next(d for d in diags if d.code == "OCC010")
+    assert cliff.range.start.line == 18         # at the launch; its fix edits the string
+    actions = await actions_for(client, uri, cliff)
+    fix = next(a for a in actions if "__launch_bounds__" in a.title)
+    assert {e.range.start.line for e in fix.edit.changes[uri]} == {2}
+    fixed = apply_edits(PY_SOURCE, fix.edit.changes[uri])
+    assert "template <int N> __global__ void __launch_bounds__(250, " in fixed
+    noqa = next(a for a in await actions_for(client, uri, launch) if "noqa" in a.title)
+    assert noqa.title == "Add `# noqa: OCC031`"

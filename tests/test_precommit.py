@@ -43,11 +43,20 @@ def hook_repo(tmp_path_factory):
     return snap, git(snap, "rev-parse", "HEAD").strip(), tmp_path_factory.mktemp("pre-commit-home")
 
 
+KERN_PY = """import cupy as cp
+k = cp.RawKernel('extern "C" __global__ void k(float* p) { p[threadIdx.x] = 0.0f; }', "k")
+BLOCK = 100
+k((4096,), (BLOCK,), (None,))
+"""
+
+
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.occlint]\narch = ["sm_90"]\n')
     (tmp_path / "bad.cu").write_text(BAD)
     (tmp_path / "clean.cu").write_text(CLEAN)
+    (tmp_path / "kern.py").write_text(KERN_PY)          # CUDA inside Python (types_or: python)
+    (tmp_path / "plain.py").write_text("print('no CUDA here')\n")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-q", "-m", "project")
@@ -68,7 +77,8 @@ def test_try_repo_fails_on_the_bad_file_passes_on_the_clean_one_and_fixes(hook_r
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert "bad.cu:7:19: OCC031" in out
-    assert "clean.cu:" not in out
+    assert "kern.py:4:13: OCC031" in out
+    assert "clean.cu:" not in out and "plain.py" not in out
     assert "Traceback" not in out
 
     r = try_repo(hook_repo, project, "occlint", "--files", "clean.cu", "pyproject.toml")

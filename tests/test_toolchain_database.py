@@ -318,7 +318,7 @@ def test_pre_commit_hooks_run_serially_on_every_suffix_discovery_covers(tmp_path
     from occlint.discover import CUDA_SUFFIXES
 
     names = [f"src/k{suffix}" for suffix in CUDA_SUFFIXES] + [
-        "CMakeLists.txt", "build/compile_commands.json", "README.md", "k.cpp"]
+        "CMakeLists.txt", "build/compile_commands.json", "kernels.py", "README.md", "k.cpp"]
     monkeypatch.chdir(tmp_path)
     for name in names:
         Path(name).parent.mkdir(parents=True, exist_ok=True)

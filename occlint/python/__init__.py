@@ -1,0 +1,110 @@
+"""CUDA inside Python: CuPy RawKernel/RawModule, PyCUDA SourceModule, torch load_inline.
+
+`might_have_cuda(text)` is the cheap text test every `.py` file passes through first (an import
+of cupy, pycuda or torch.utils.cpp_extension); only those files are parsed with libcst
+(`extract`), compiled (`compile`) and linted (`lint`). `lint_python` is the I/O entry point the
+engine and the language server call.
+"""
+
+from __future__ import annotations
+
+import re
+
+PY_SUFFIXES = (".py", ".pyi")
+_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:cupy|pycuda|torch\.utils\.cpp_extension|torch\.utils)\b"
+                     r"|^[ \t]*from[ \t]+torch\.utils[ \t]+import[ \t].*\bcpp_extension\b", re.M)
+_CALLS = ("RawKernel", "RawModule", "SourceModule", "load_inline")
+
+
+def is_python(path: str) -> bool:
+    return path.endswith(PY_SUFFIXES)
+
+
+_QUALIFIED = re.compile(r"\b(?:cupy|cp|pycuda\.compiler|cpp_extension)\.(?:RawKernel|RawModule|SourceModule|load_inline)\b")
+
+
+def might_have_cuda(text: str) -> bool:
+    """True when the file names one of the compile calls and imports its framework (or calls it
+    qualified, `cupy.RawKernel(...)`, with cupy imported through another module)."""
+    return any(c in text for c in _CALLS) and (_IMPORT.search(text) is not None
+                                                or _QUALIFIED.search(text) is not None)
+
+
+def lint_python(text: str, path: str, config, *, cache=None, compile: bool = True):
+    """(findings, notices) for one Python file: extract, compile each string per arch, lint."""
+    if not might_have_cuda(text):
+        return [], []
+    from occlint.python.extract import extract
+    from occlint.python.lint import lint_python_source, notices_for
+
+    model = extract(text, path)
+    if not model.modules:
+        return [], notices_for(model)
+    usage: dict[int, list] = {}
+    errors: dict[int, list] = {}
+    notices = notices_for(model)
+    if compile:
+        from occlint.python.compile import compile_module
+        for arch in archs(config):
+            for mod in model.modules:
+                result = compile_module(mod, arch, path, config, cache)
+                usage.setdefault(mod.index, []).extend(result.usages)
+                errors.setdefault(mod.index, []).extend(result.errors)
+                if result.notice and result.notice not in notices:
+                    notices.append(result.notice)
+    findings = lint_python_source(text, path, model, usage, errors, config)
+    return findings, notices
+
+
+def archs(config) -> tuple[str, ...]:
+    """The archs Python kernels are compiled for: the run's arch decision (toolchain.archs_for)."""
+    from occlint.toolchain.flags import archs_for
+    return tuple(archs_for(config))
+
+
+_MARKERS = (b"cupy", b"pycuda", b"cpp_extension")
+
+
+def names_a_framework(path: str) -> bool:
+    """The pre-filter discovery applies to every `.py` file: its bytes name cupy, pycuda or
+    cpp_extension. Nothing else is done for a file that does not."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return True            # let the reader report it
+    return any(m in data for m in _MARKERS)
+
+
+def lint_python_paths(paths, config, result) -> None:
+    """Lint the CUDA of each Python file into `result` (engine.LintResult). A file is read as
+    bytes and dropped at once unless it names cupy, pycuda or cpp_extension."""
+    from occlint.errors import OcclintError
+    cache = None
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            result.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
+            continue
+        if not any(m in data for m in _MARKERS):
+            continue
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            continue            # not a Python source occlint can read; Python would say so
+        if not might_have_cuda(text):
+            continue
+        if cache is None and not config.no_cache:
+            from occlint.toolchain.cache import Cache, cache_dir
+            cache = Cache(cache_dir(config))
+        try:
+            findings, notices = lint_python(text, path, config, cache=cache)
+        except OcclintError as exc:
+            result.errors.append(str(exc))
+            continue
+        result.findings.extend(findings)
+        result.notices.extend(notices)
+        result.files.append(path)
+        result.sources[path] = text

@@ -1,0 +1,195 @@
+"""Compile a Python file's CUDA strings the way their framework does, cached like `.cu` units.
+
+CuPy (`RawKernel`, `RawModule`): NVRTC by default (CuPy adds `-ftz=true` and its include folder),
+nvcc with `backend="nvcc"`; the call's `options`; `name_expressions` registered so template
+instantiations are compiled. PyCUDA's `SourceModule` and torch's `load_inline`: nvcc (PyCUDA
+wraps the source in `extern "C" { }` unless `no_extern_c=True`). Registers, spills and shared
+memory come from ptxas's `-v` report (NVRTC passes `-Xptxas=-v` to its ptxas) as for `.cu` files,
+with the cubin's figures where the log has none. Results are stored in the compile cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+from occlint.model import CompileError, Usage
+from occlint.python import nvrtc
+from occlint.python.extract import Module
+
+_ARCH_OPTION = re.compile(r"^(-arch|--gpu-architecture|-gencode|--generate-code|-code)(=.*)?$")
+_NVRTC_DIAG = re.compile(r"^(?P<file>[^\n(]*)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)\s*:?\s*(?P<msg>.*)$")
+
+
+@dataclass
+class Compiled:
+    usages: list[Usage] = field(default_factory=list)
+    errors: list[CompileError] = field(default_factory=list)
+    notice: str | None = None
+    cached: bool = False
+
+
+def cupy_include() -> str | None:
+    """CuPy's header folder (`-I` that CuPy adds) when CuPy is installed; not imported."""
+    try:
+        spec = importlib.util.find_spec("cupy")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    folder = os.path.join(os.path.dirname(spec.origin), "_core", "include")
+    return folder if os.path.isdir(folder) else None
+
+
+def torch_includes() -> list[str]:
+    """torch.utils.cpp_extension.include_paths(cuda=True) when torch is importable."""
+    try:
+        if importlib.util.find_spec("torch") is None:
+            return []
+        from torch.utils import cpp_extension    # noqa: PLC0415 - heavy, only when needed
+        try:
+            return list(cpp_extension.include_paths(device_type="cuda"))
+        except TypeError:
+            return list(cpp_extension.include_paths(cuda=True))
+    except Exception:
+        return []
+
+
+def source_for(mod: Module) -> str:
+    """What the framework hands to its compiler."""
+    text = mod.code.text
+    if mod.framework == "pycuda" and mod.extern_c:
+        return 'extern "C" {\n' + text + "\n}\n"
+    if mod.framework == "torch":
+        return text
+    return text
+
+
+def options_for(mod: Module) -> list[str]:
+    """The compiler options the framework passes (without the arch)."""
+    opts = [o for o in mod.options if not _ARCH_OPTION.match(o)]
+    if mod.framework == "cupy":
+        opts.append("-ftz=true")
+        inc = cupy_include()
+        if inc:
+            opts.append(f"-I{inc}")
+    opts += [f"-I{d}" for d in mod.include_dirs]
+    if mod.framework == "torch":
+        opts += [f"-I{d}" for d in torch_includes()]
+    return opts
+
+
+def _line_shift(mod: Module) -> int:
+    return 1 if mod.framework == "pycuda" and mod.extern_c else 0
+
+
+def parse_nvrtc_log(log: str, path: str, arch: str, shift: int = 0) -> list[CompileError]:
+    out = []
+    for line in log.splitlines():
+        m = _NVRTC_DIAG.match(line.strip())
+        if not m or m.group("kind") == "warning":
+            continue
+        out.append(CompileError(path, max(1, int(m.group("line")) - shift), None, m.group("msg").strip(),
+                                arch, "error" if m.group("kind") == "error" else "fatal"))
+    return out
+
+
+def _key(mod: Module, backend: str, identity: str, options: list[str], arch: str, source: str) -> str:
+    h = hashlib.sha256()
+    for part in ("python-1", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def compile_module(mod: Module, arch: str, path: str, config, cache=None) -> Compiled:
+    """Usage and errors for one CUDA string on one arch (positions are lines of the string)."""
+    from occlint.toolchain.compile import _error_from_json, _usage_to_json, usage_from_json
+
+    if mod.code is None or mod.code.unknown:
+        return Compiled()
+    backend = mod.backend if mod.backend in ("nvrtc", "nvcc") else None
+    if backend is None:
+        return Compiled(notice=f"backend {mod.backend!r} is not known; {mod.api} source not compiled")
+    source = source_for(mod)
+    options = options_for(mod)
+    if mod.framework == "torch" and not torch_includes():
+        return Compiled(notice="torch is not importable, so load_inline sources were not compiled")
+    if "<cupy/" in source and cupy_include() is None:
+        return Compiled(notice="the source includes CuPy headers and CuPy is not installed; not compiled")
+    if backend == "nvrtc":
+        if nvrtc.library() is None:
+            return Compiled(notice="NVRTC not found, so CuPy kernels were not compiled "
+                                   "(pip install 'occlint[cuda]' or nvidia-cuda-nvrtc)")
+        supported = nvrtc.supported_archs()
+        if supported and arch.rstrip("af") not in supported:
+            return Compiled(notice=f"NVRTC {nvrtc.version()} cannot compile for {arch}")
+        identity = nvrtc.identity()
+    else:
+        from occlint.toolchain import find_nvcc
+        nvcc = find_nvcc(config)
+        if nvcc is None:
+            return Compiled(notice="nvcc not found, so nvcc-compiled Python kernels were not compiled")
+        identity = nvcc.identity
+    key = _key(mod, backend, identity, options, arch, source)
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return Compiled([usage_from_json(u, path) for u in hit["usages"]],
+                            [_error_from_json(e, path) for e in hit["errors"]], cached=True)
+    if backend == "nvrtc":
+        result = _with_nvrtc(mod, source, options, arch, path)
+    else:
+        result = _with_nvcc(mod, source, options, arch, path, nvcc, config)
+    if cache is not None and not result.notice:
+        cache.put(key, [], {"usages": [_usage_to_json(u) for u in result.usages],
+                            "errors": [asdict(e) for e in result.errors], "time": time.time()})
+    return result
+
+
+def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: str) -> Compiled:
+    from occlint.toolchain.cubin import CubinError, cubin_usage
+    from occlint.toolchain.ptxas import parse_usage
+
+    try:
+        prog = nvrtc.compile_program(source, [f"-arch={arch}", "-Xptxas=-v", *options],
+                                     "kernel.cu", list(mod.name_expressions))
+    except nvrtc.NvrtcError as exc:
+        return Compiled(notice=f"NVRTC failed: {exc}")
+    if not prog.ok:
+        errors = parse_nvrtc_log(prog.log, path, arch, _line_shift(mod))
+        if not errors:
+            last = next((ln for ln in reversed(prog.log.splitlines()) if ln.strip()), "compilation failed")
+            errors = [CompileError(path, None, None, f"NVRTC: {last.strip()}"[:500], arch, "nvcc")]
+        return Compiled(errors=errors)
+    usages = [_with_unit(u, path) for u in parse_usage(prog.log, arch, path)]
+    if not usages and prog.cubin:
+        try:
+            usages = cubin_usage(prog.cubin, arch, path)
+        except CubinError:
+            usages = []
+    return Compiled(usages)
+
+
+def _with_unit(u: Usage, path: str) -> Usage:
+    from dataclasses import replace
+    return replace(u, unit=path)
+
+
+def _with_nvcc(mod: Module, source: str, options: list[str], arch: str, path: str, nvcc, config) -> Compiled:
+    from occlint.toolchain.compile import compile_one
+
+    with tempfile.TemporaryDirectory(prefix="occlint-py-") as tmp:
+        unit = os.path.join(tmp, "kernel.cu")
+        with open(unit, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        usages, errors, _deps = compile_one(nvcc, unit, arch, options, tmp, config.compile_timeout)
+    shift = _line_shift(mod)
+    errors = [CompileError(path, max(1, e.line - shift) if e.line else None, e.column, e.message.replace(unit, "kernel.cu"),
+                           e.arch, e.kind, e.kernel, path) for e in errors if e.kind != "warning"]
+    return Compiled([_with_unit(u, path) for u in usages], errors)

@@ -1,0 +1,622 @@
+"""CUDA in a Python file, read with libcst: kernel source strings, kernel objects, launches.
+
+`extract(text, path)` finds the calls that compile CUDA from a string (`cupy.RawKernel`,
+`cupy.RawModule`, PyCUDA's `SourceModule`, `torch.utils.cpp_extension.load_inline`), evaluates
+their code argument to a `PyStr` (the value with a position map), the options and name
+expressions, and follows the kernel objects they give to their launches (`k(grid, block, args,
+shared_mem=n)`, PyCUDA's `f(..., block=, grid=, shared=)`, `prepared_call`) and to
+`k.max_dynamic_shared_size_bytes = n`. Values are evaluated from literals, names assigned in the
+enclosing function or the module (the last assignment before the use), tuples and arithmetic.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from occlint.python import strings
+from occlint.python.strings import PyStr
+
+COMPILERS = {"RawKernel": "cupy", "RawModule": "cupy", "SourceModule": "pycuda",
+             "DynamicSourceModule": "pycuda", "load_inline": "torch"}
+
+
+class Unknown:
+    """A value occlint could not evaluate; `source` is how it was written."""
+
+    def __init__(self, source: str = "") -> None:
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"Unknown({self.source!r})"
+
+
+@dataclass
+class Module:
+    """One compiled CUDA source string."""
+
+    index: int
+    api: str                         # RawKernel | RawModule | SourceModule | load_inline
+    framework: str                   # cupy | pycuda | torch
+    code: PyStr | None               # None: the code could not be evaluated at all
+    code_source: str                 # the code argument as written
+    offset: int                      # the call, in the .py text
+    end: int
+    backend: str = "nvrtc"           # nvrtc | nvcc
+    options: tuple[str, ...] = ()
+    options_known: bool = True
+    name_expressions: tuple[str, ...] = ()
+    kernel: str | None = None        # RawKernel's name
+    extern_c: bool = False           # PyCUDA wraps the source in extern "C" { }
+    include_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    module: int
+    name: str                        # as given: "k" or a name expression "k<256>"
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    module: int
+
+
+@dataclass
+class Arg:
+    value: object                    # int | tuple | Unknown | None (absent)
+    source: str
+    start: int
+    end: int
+
+
+@dataclass
+class PyLaunch:
+    kernel: KernelRef
+    start: int                       # the whole call
+    end: int
+    grid: Arg
+    block: Arg
+    shared: Arg
+    style: str                       # cupy | pycuda
+
+
+@dataclass
+class PyAttribute:
+    kernel: KernelRef
+    name: str                        # max_dynamic_shared_size_bytes
+    value: Arg
+    start: int
+    end: int
+
+
+@dataclass
+class PyModel:
+    path: str
+    text: str
+    modules: list[Module] = field(default_factory=list)
+    launches: list[PyLaunch] = field(default_factory=list)
+    attributes: list[PyAttribute] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)   # (offset, what was not understood)
+
+
+_BINOPS = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+           cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Modulo: operator.mod,
+           cst.Power: operator.pow, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
+           cst.BitOr: operator.or_, cst.BitAnd: operator.and_, cst.BitXor: operator.xor}
+_AUG = {cst.AddAssign: cst.Add(), cst.SubtractAssign: cst.Subtract(), cst.MultiplyAssign: cst.Multiply(),
+        cst.FloorDivideAssign: cst.FloorDivide(), cst.ModuloAssign: cst.Modulo(),
+        cst.LeftShiftAssign: cst.LeftShift(), cst.RightShiftAssign: cst.RightShift()}
+_FUNCS = {"min": min, "max": max, "int": int, "abs": abs, "len": len, "round": round}
+_MATH = {"ceil": math.ceil, "floor": math.floor}
+
+
+def _name_of(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` -> "a.b.c" for names and attributes; None otherwise."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        left = _name_of(node.value)
+        return f"{left}.{node.attr.value}" if left else None
+    return None
+
+
+def _last(name: str | None) -> str:
+    return (name or "").rsplit(".", 1)[-1]
+
+
+class _Scopes(cst.CSTVisitor):
+    """Every assignment, in order, per scope (module, function); and each function's returns."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, ex: _Extractor) -> None:
+        self.ex = ex
+        self.stack: list[cst.CSTNode | None] = [None]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(node)
+        self.ex.functions.setdefault(node.name.value, node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.stack.append(node)
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.stack.pop()
+
+    def _record(self, target: cst.BaseExpression, value, node, kind: str) -> None:
+        name = _name_of(target)
+        if name:
+            self.ex.assigns.setdefault((self.stack[-1], name), []).append((self.ex.start(node), value, kind))
+        elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+                and len(target.elements) == len(value.elements):
+            for t, v in zip(target.elements, value.elements, strict=True):
+                self._record(t.value, v.value, node, kind)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._record(t.target, node.value, node, "=")
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record(node.target, node.value, node, "=")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._record(node.target, (node.operator, node.value), node, "aug")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and isinstance(self.stack[-1], cst.FunctionDef):
+            self.ex.returns.setdefault(self.stack[-1], []).append(node.value)
+
+
+class _Extractor(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    def __init__(self, wrapper: MetadataWrapper, model: PyModel) -> None:
+        self.wrapper = wrapper
+        self.model = model
+        self.positions = wrapper.resolve(PositionProvider)
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.lines = [0]
+        for i, ch in enumerate(model.text):
+            if ch == "\n":
+                self.lines.append(i + 1)
+        self.assigns: dict[tuple, list] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.returns: dict[cst.FunctionDef, list] = {}
+        self.modules_by_call: dict[cst.Call, Module] = {}
+        self.depth = 0
+
+    # --- positions ------------------------------------------------------------------------------
+
+    def _offset(self, line: int, column: int) -> int:
+        return (self.lines[line - 1] if line - 1 < len(self.lines) else len(self.model.text)) + column
+
+    def start(self, node: cst.CSTNode) -> int:
+        r: CodeRange = self.positions[node]
+        return self._offset(r.start.line, r.start.column)
+
+    def end(self, node: cst.CSTNode) -> int:
+        r: CodeRange = self.positions[node]
+        return self._offset(r.end.line, r.end.column)
+
+    def source(self, node: cst.CSTNode) -> str:
+        return self.model.text[self.start(node):self.end(node)]
+
+    def scope_of(self, node: cst.CSTNode) -> list:
+        out, cur = [], node
+        while cur is not None:
+            cur = self.parents.get(cur)
+            if isinstance(cur, (cst.FunctionDef, cst.Lambda)):
+                out.append(cur)
+        return [*out, None]
+
+    # --- evaluation -----------------------------------------------------------------------------
+
+    def lookup(self, name: str, at: int, scopes: list):
+        """The node last assigned to `name` before offset `at` (the innermost scope first)."""
+        for scope in scopes:
+            entries = self.assigns.get((scope, name))
+            if not entries:
+                continue
+            before = [e for e in entries if e[0] < at]
+            chosen = before or (entries if scope is None else [])
+            if chosen:
+                return chosen[-1]
+        if "." in name:     # `self.k = ...` in one method, `self.k(...)` in another
+            found = [e for (scope, n), entries in self.assigns.items() if n == name for e in entries]
+            if found:
+                return max(found, key=lambda e: e[0])
+        return None
+
+    def value(self, node, scopes=None, at: int | None = None):
+        """Evaluate an expression: int, float, str (PyStr), tuple/list, dict, None, Unknown,
+        KernelRef, ModuleRef."""
+        if self.depth > 60:
+            return Unknown(self.source(node))
+        self.depth += 1
+        try:
+            scopes = scopes if scopes is not None else self.scope_of(node)
+            return self._value(node, scopes, self.start(node) if at is None else at)
+        except (ArithmeticError, ValueError, TypeError, OverflowError, KeyError, IndexError):
+            return Unknown(self.source(node))
+        finally:
+            self.depth -= 1
+
+    def _value(self, node, scopes, at):
+        if isinstance(node, cst.Integer):
+            return int(node.value.replace("_", ""), 0)
+        if isinstance(node, cst.Float):
+            return float(node.value.replace("_", ""))
+        if isinstance(node, cst.SimpleString):
+            s = strings.simple_string(node.value, self.start(node))
+            return s if s is not None else Unknown(node.value)
+        if isinstance(node, cst.ConcatenatedString):
+            left, right = self.value(node.left, scopes, at), self.value(node.right, scopes, at)
+            if isinstance(left, PyStr) and isinstance(right, PyStr):
+                return left.copy().extend(right)
+            return Unknown(self.source(node))
+        if isinstance(node, cst.FormattedString):
+            return self._fstring(node, scopes, at)
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[node.value]
+            return self._named(node.value, node, scopes, at)
+        if isinstance(node, cst.Attribute):
+            name = _name_of(node)
+            if name and self.lookup(name, at, scopes):
+                return self._named(name, node, scopes, at)
+            return Unknown(self.source(node))
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    inner = self.value(el.value, scopes, at)
+                    if not isinstance(inner, (tuple, list)):
+                        return Unknown(self.source(node))
+                    items.extend(inner)
+                else:
+                    items.append(self.value(el.value, scopes, at))
+            return tuple(items) if isinstance(node, cst.Tuple) else list(items)
+        if isinstance(node, cst.Dict):
+            out = {}
+            for el in node.elements:
+                if not isinstance(el, cst.DictElement):
+                    return Unknown(self.source(node))
+                key = self.value(el.key, scopes, at)
+                out[key.text if isinstance(key, PyStr) else key] = self.value(el.value, scopes, at)
+            return out
+        if isinstance(node, cst.UnaryOperation):
+            v = self.value(node.expression, scopes, at)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                if isinstance(node.operator, cst.Minus):
+                    return -v
+                if isinstance(node.operator, cst.Plus):
+                    return v
+                if isinstance(node.operator, cst.BitInvert) and isinstance(v, int):
+                    return ~v
+            return Unknown(self.source(node))
+        if isinstance(node, cst.BinaryOperation):
+            return self._binop(node.operator, node.left, node.right, scopes, at, node)
+        if isinstance(node, cst.Call):
+            return self._call(node, scopes, at)
+        if isinstance(node, cst.Subscript):
+            base = self.value(node.value, scopes, at)
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                key = self.value(node.slice[0].slice.value, scopes, at)
+                if isinstance(base, (tuple, list)) and isinstance(key, int):
+                    return base[key]
+                if isinstance(base, dict):
+                    return base[key.text if isinstance(key, PyStr) else key]
+            return Unknown(self.source(node))
+        if isinstance(node, cst.IfExp):
+            return Unknown(self.source(node))
+        return Unknown(self.source(node))
+
+    def _named(self, name: str, node, scopes, at):
+        found = self.lookup(name, at, scopes)
+        if found is None:
+            return Unknown(self.source(node))
+        pos, value, kind = found
+        if kind == "aug":
+            op, rhs = value
+            if type(op) not in _AUG:
+                return Unknown(self.source(node))
+            return self._binop(_AUG[type(op)], cst.Name(name) if "." not in name else node, rhs, scopes, pos, node,
+                               left_value=self._named(name, node, scopes, pos))
+        inner = self.scope_of(value)
+        return self.value(value, inner, pos)
+
+    def _binop(self, op, left, right, scopes, at, node, left_value=None):
+        lv = left_value if left_value is not None else self.value(left, scopes, at)
+        rv = self.value(right, scopes, at)
+        kind = type(op)
+        if isinstance(lv, PyStr):
+            if kind is cst.Add and isinstance(rv, PyStr):
+                return lv.copy().extend(rv)
+            if kind is cst.Add:
+                return lv.copy().extend(PyStr.missing(self.source(right), self.start(right)))
+            if kind is cst.Modulo:
+                return strings.percent(lv, rv, self.start(right), self.as_str)
+            return Unknown(self.source(node))
+        if kind is cst.Add and isinstance(rv, PyStr):
+            return PyStr.missing(self.source(left), self.start(left)).extend(rv)
+        if isinstance(lv, (tuple, list)) and kind in (cst.Add, cst.Multiply):
+            return _BINOPS[kind](lv, rv)
+        if isinstance(lv, (int, float)) and isinstance(rv, (int, float)) and kind in _BINOPS:
+            if kind in (cst.Power, cst.LeftShift) and isinstance(rv, int) and rv > 64:
+                return Unknown(self.source(node))
+            return _BINOPS[kind](lv, rv)
+        return Unknown(self.source(node))
+
+    def as_str(self, value, source: str, pos: int, spec: str = "") -> PyStr:
+        """A value substituted into a string (format, f-string, %)."""
+        if isinstance(value, PyStr):
+            return PyStr(list(value.chars), [pos] * len(value.chars), [None] * len(value.chars),
+                         list(value.unknown))
+        if isinstance(value, bool) or value is None or isinstance(value, Unknown):
+            if isinstance(value, bool):
+                return PyStr.synthetic(str(value), pos)
+            return PyStr.missing(source, pos)
+        if isinstance(value, (int, float)):
+            try:
+                return PyStr.synthetic(format(value, spec) if spec else str(value), pos)
+            except ValueError:
+                return PyStr.synthetic(str(value), pos)
+        return PyStr.missing(source, pos)
+
+    def _fstring(self, node: cst.FormattedString, scopes, at):
+        out = PyStr()
+        quote = node.quote if hasattr(node, "quote") else '"'
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                out.extend(strings.fstring_text(part.value, self.start(part), node.start, quote))
+            elif isinstance(part, cst.FormattedStringExpression):
+                spec = ""
+                if part.format_spec:
+                    spec = "".join(p.value for p in part.format_spec if isinstance(p, cst.FormattedStringText))
+                value = self.value(part.expression, scopes, at)
+                if part.conversion:
+                    value = value if isinstance(value, PyStr) else Unknown(self.source(part))
+                out.extend(self.as_str(value, self.source(part), self.start(part), spec))
+        return out
+
+    def _call(self, node: cst.Call, scopes, at):
+        fname = _name_of(node.func)
+        last = _last(fname)
+        args = [a for a in node.args if a.keyword is None and not a.star]
+        kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if node in self.modules_by_call:
+            mod = self.modules_by_call[node]
+            return KernelRef(mod.index, mod.kernel) if mod.api == "RawKernel" and mod.kernel else ModuleRef(mod.index)
+        if isinstance(node.func, cst.Attribute):
+            owner = node.func.value
+            method = node.func.attr.value
+            if method in ("get_function", "get_kernel"):
+                mod = self.value(owner, scopes, at)
+                name = self.value(args[0].value, scopes, at) if args else None
+                if isinstance(mod, ModuleRef) and isinstance(name, PyStr) and not name.unknown:
+                    return KernelRef(mod.module, name.text)
+                return Unknown(self.source(node))
+            if method in ("dedent", "strip", "lstrip", "rstrip", "format", "replace") or fname in ("textwrap.dedent",):
+                if method == "dedent":
+                    s = self.value(args[0].value, scopes, at) if args else None
+                    return strings.dedent(s) if isinstance(s, PyStr) else Unknown(self.source(node))
+                s = self.value(owner, scopes, at)
+                if not isinstance(s, PyStr):
+                    return Unknown(self.source(node))
+                if method in ("strip", "lstrip", "rstrip"):
+                    chars = self.value(args[0].value, scopes, at) if args else None
+                    if args and not isinstance(chars, PyStr):
+                        return Unknown(self.source(node))
+                    return strings.strip(s, chars.text if chars else None, method != "rstrip", method != "lstrip")
+                if method == "format":
+                    values = [self.value(a.value, scopes, at) for a in args]
+                    kw = {k: self.value(v, scopes, at) for k, v in kwargs.items()}
+                    return strings.format_(s, values, kw, self.start(node), self.as_str)
+                if method == "replace" and len(args) >= 2:
+                    old = self.value(args[0].value, scopes, at)
+                    new = self.value(args[1].value, scopes, at)
+                    if not isinstance(old, PyStr) or old.unknown:
+                        return Unknown(self.source(node))
+                    new = new if isinstance(new, PyStr) else self.as_str(new, self.source(args[1].value),
+                                                                          self.start(args[1].value))
+                    return strings.replace(s, old.text, new)
+                return Unknown(self.source(node))
+            if fname and fname.startswith("math.") and last in _MATH and args:
+                v = self.value(args[0].value, scopes, at)
+                return _MATH[last](v) if isinstance(v, (int, float)) else Unknown(self.source(node))
+        if fname == "dedent" and args:
+            s = self.value(args[0].value, scopes, at)
+            return strings.dedent(s) if isinstance(s, PyStr) else Unknown(self.source(node))
+        if fname == "str" and len(args) == 1:
+            v = self.value(args[0].value, scopes, at)
+            if isinstance(v, PyStr):
+                return v
+            return self.as_str(v, self.source(args[0].value), self.start(args[0].value))
+        if fname in _FUNCS and args and not kwargs:
+            values = [self.value(a.value, scopes, at) for a in args]
+            if fname == "len" and len(values) == 1 and isinstance(values[0], (tuple, list, PyStr)):
+                return len(values[0].chars if isinstance(values[0], PyStr) else values[0])
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                return _FUNCS[fname](*values)
+            return Unknown(self.source(node))
+        if fname in ("tuple", "list") and len(args) == 1:
+            v = self.value(args[0].value, scopes, at)
+            return (tuple if fname == "tuple" else list)(v) if isinstance(v, (tuple, list)) else Unknown(self.source(node))
+        # a function of this file that returns a kernel (a cached kernel factory)
+        if isinstance(node.func, cst.Name) and node.func.value in self.functions:
+            fn = self.functions[node.func.value]
+            for ret in self.returns.get(fn, []):
+                v = self.value(ret, [fn, *self.scope_of(fn)], self.start(ret))
+                if isinstance(v, (KernelRef, ModuleRef)):
+                    return v
+        return Unknown(self.source(node))
+
+    # --- the compile calls ----------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        api = _last(_name_of(node.func))
+        if api in COMPILERS and node not in self.modules_by_call:
+            self._module(node, api)
+
+    def _module(self, node: cst.Call, api: str) -> None:
+        args = [a for a in node.args if a.keyword is None and not a.star]
+        kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        framework = COMPILERS[api]
+        if api == "load_inline":
+            code_node = kwargs.get("cuda_sources") or (args[2].value if len(args) > 2 else None)
+        elif api == "RawModule":
+            if "path" in kwargs and "code" not in kwargs:
+                return          # a precompiled cubin/PTX file
+            code_node = kwargs.get("code") or (args[0].value if args else None)
+        elif api in ("SourceModule", "DynamicSourceModule"):
+            code_node = kwargs.get("source") or (args[0].value if args else None)
+        else:
+            code_node = kwargs.get("code") or (args[0].value if args else None)
+        if code_node is None:
+            return
+        value = self.value(code_node)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, PyStr) for v in value):
+            joined = PyStr()
+            for i, part in enumerate(value):
+                if i:
+                    joined.extend(PyStr.synthetic("\n", part.pos[0] if part.pos else self.start(code_node)))
+                joined.extend(part)
+            value = joined
+        code = value if isinstance(value, PyStr) else None
+        mod = Module(index=len(self.model.modules), api=api, framework=framework, code=code,
+                     code_source=self.source(code_node), offset=self.start(node), end=self.end(node))
+        if framework in ("pycuda", "torch"):
+            mod.backend = "nvcc"
+        backend = kwargs.get("backend")
+        if backend is not None:
+            b = self.value(backend)
+            if isinstance(b, PyStr) and not b.unknown:
+                mod.backend = b.text
+            else:       # a setting elsewhere: the framework's default, and say so
+                self.model.problems.append((self.start(backend), f"backend `{_short(self.source(backend))}` "
+                                                                 f"could not be evaluated; compiled with {mod.backend}"))
+        opt_key = {"torch": "extra_cuda_cflags"}.get(framework, "options")
+        if opt_key in kwargs:
+            opts = self.value(kwargs[opt_key])
+            if isinstance(opts, PyStr):
+                opts = (opts,)
+            if isinstance(opts, (tuple, list)) and all(isinstance(o, PyStr) and not o.unknown for o in opts):
+                mod.options = tuple(o.text for o in opts)
+            elif opts is not None:
+                mod.options_known = False
+        if "name_expressions" in kwargs:
+            names = self.value(kwargs["name_expressions"])
+            if isinstance(names, (tuple, list)):
+                mod.name_expressions = tuple(n.text for n in names if isinstance(n, PyStr) and not n.unknown)
+        if api == "RawKernel":
+            name_node = kwargs.get("name") or (args[1].value if len(args) > 1 else None)
+            name = self.value(name_node) if name_node is not None else None
+            mod.kernel = name.text if isinstance(name, PyStr) and not name.unknown else None
+        if framework == "pycuda":
+            no_extern = kwargs.get("no_extern_c")
+            mod.extern_c = not (no_extern is not None and self.value(no_extern) is True)
+            if "include_dirs" in kwargs:
+                dirs = self.value(kwargs["include_dirs"])
+                if isinstance(dirs, (tuple, list)):
+                    mod.include_dirs = tuple(d.text for d in dirs if isinstance(d, PyStr) and not d.unknown)
+        if framework == "torch" and "extra_include_paths" in kwargs:
+            dirs = self.value(kwargs["extra_include_paths"])
+            if isinstance(dirs, (tuple, list)):
+                mod.include_dirs = tuple(d.text for d in dirs if isinstance(d, PyStr) and not d.unknown)
+        if code is None:
+            self.model.problems.append((self.start(code_node), f"the CUDA source `{_short(self.source(code_node))}` "
+                                                                "could not be evaluated"))
+        self.model.modules.append(mod)
+        self.modules_by_call[node] = mod
+
+    # --- launches (second pass) -----------------------------------------------------------------
+
+    def launches(self, module: cst.Module) -> None:
+        ex = self
+
+        class Launches(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                ex._launch(node)
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for t in node.targets:
+                    if isinstance(t.target, cst.Attribute) and t.target.attr.value == "max_dynamic_shared_size_bytes":
+                        k = ex.value(t.target.value)
+                        if isinstance(k, KernelRef):
+                            ex.model.attributes.append(PyAttribute(
+                                k, "max_dynamic_shared_size_bytes", ex._arg(node.value), ex.start(node), ex.end(node)))
+
+        module.visit(Launches())
+
+    def _arg(self, node) -> Arg:
+        if node is None:
+            return Arg(None, "", 0, 0)
+        return Arg(self.value(node), self.source(node), self.start(node), self.end(node))
+
+    def _launch(self, node: cst.Call) -> None:
+        func = node.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in ("prepared_call", "prepared_timed_call", "prepared_async_call"):
+            target = self.value(func.value)
+        elif _last(_name_of(func)) in COMPILERS:
+            return
+        else:
+            if isinstance(func, cst.Name) and func.value in _FUNCS:
+                return
+            target = self.value(func) if not (isinstance(func, cst.Attribute) and method in (
+                "get_function", "format", "replace", "dedent", "strip")) else None
+        if not isinstance(target, KernelRef):
+            return
+        mod = self.model.modules[target.module]
+        args = [a for a in node.args if a.keyword is None and not a.star]
+        kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if method in ("prepared_call", "prepared_timed_call", "prepared_async_call"):
+            grid = args[0].value if args else kwargs.get("grid")
+            block = args[1].value if len(args) > 1 else kwargs.get("block")
+            launch = PyLaunch(target, self.start(node), self.end(node), self._arg(grid), self._arg(block),
+                              self._arg(kwargs.get("shared_size")), "pycuda")
+        elif mod.framework == "pycuda":
+            if "block" not in kwargs:
+                return
+            launch = PyLaunch(target, self.start(node), self.end(node), self._arg(kwargs.get("grid")),
+                              self._arg(kwargs["block"]), self._arg(kwargs.get("shared")), "pycuda")
+        else:
+            grid = kwargs.get("grid") or (args[0].value if args else None)
+            block = kwargs.get("block") or (args[1].value if len(args) > 1 else None)
+            if block is None:
+                return
+            launch = PyLaunch(target, self.start(node), self.end(node), self._arg(grid), self._arg(block),
+                              self._arg(kwargs.get("shared_mem")), "cupy")
+        self.model.launches.append(launch)
+
+
+def _short(text: str, n: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def extract(text: str, path: str) -> PyModel:
+    """The CUDA a Python file compiles and launches. A file libcst cannot parse gives an empty
+    model with one problem."""
+    model = PyModel(path, text)
+    try:
+        tree = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
+        model.problems.append((0, f"not parsed as Python: {str(exc).splitlines()[0] if str(exc) else exc}"))
+        return model
+    wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+    ex = _Extractor(wrapper, model)
+    wrapper.visit(_Scopes(ex))
+    wrapper.visit(ex)
+    ex.launches(wrapper.module)
+    return model

@@ -1,0 +1,282 @@
+"""CUDA inside Python: string values with their position map, extraction, NVRTC against nvcc,
+the Python launch sites, suppressions, discovery and the CLI on .py files."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import tempfile
+import textwrap
+
+import pytest
+from conftest import run_cli
+
+from occlint.config import config_from_table
+from occlint.python import lint_python, might_have_cuda
+from occlint.python.extract import extract
+
+
+def _cfg(**kw):
+    return dataclasses.replace(config_from_table({"arch": ["sm_90"]}, root=tempfile.gettempdir()), **kw)
+
+
+def _code(src: str):
+    model = extract(src, "x.py")
+    assert model.modules, model.problems
+    return model, model.modules[0].code
+
+
+def _check_map(src: str, code) -> None:
+    """Every exact character maps to the same character in the .py text."""
+    for ch, pos, lit in zip(code.chars, code.pos, code.lit, strict=True):
+        if lit is not None:
+            assert src[pos] == ch
+
+
+# --- string values and their map --------------------------------------------------------------
+
+def test_escapes_concatenation_and_positions():
+    src = 'import cupy\nk = cupy.RawKernel("__global__ void k(int* p)"\n  " { p[0] = \'\\\\n\'; }\\n", "k")\n'
+    _model, code = _code(src)
+    assert code.text == "__global__ void k(int* p) { p[0] = '\\n'; }\n"
+    _check_map(src, code)
+    i = code.text.index("\\")
+    assert code.lit[i] is None and src[code.pos[i]:code.pos[i] + 2] == "\\\\"      # an escape: not exact
+    assert code.lit[code.text.index("{")] is not None
+
+
+def test_dedent_format_fstring_percent_replace():
+    src = textwrap.dedent('''\
+        import cupy, textwrap
+        N = 128
+        T = "float"
+        a = textwrap.dedent("""
+            __global__ void k(T* p) {
+                __shared__ T s[N];
+            }
+        """).replace("T", T).replace("N", str(N))
+        b = f"__global__ void f{N // 2}() {{ }}"
+        c = "__global__ void %s() { int x = %d; }" % ("g", N)
+        d = "__global__ void {name}() {{ }}".format(name="h")
+        cupy.RawKernel(a, "k"); cupy.RawKernel(b, "f64"); cupy.RawKernel(c, "g"); cupy.RawKernel(d, "h")
+        ''')
+    model = extract(src, "x.py")
+    texts = [m.code.text for m in model.modules]
+    assert texts[0] == "\n__global__ void k(float* p) {\n    __shared__ float s[128];\n}\n"
+    assert texts[1] == "__global__ void f64() { }"
+    assert texts[2] == "__global__ void g() { int x = 128; }"
+    assert texts[3] == "__global__ void h() { }"
+    for m in model.modules:
+        _check_map(src, m.code)
+        assert not m.code.unknown
+    # a brace in an f-string or format template is written doubled: never exact
+    assert model.modules[1].code.lit[texts[1].index("{")] is None
+
+
+def test_partly_known_string_says_what_it_could_not_see():
+    src = textwrap.dedent('''\
+        import cupy
+        def make(n):
+            code = "__global__ void k(float* p) { __shared__ float s[" + str(n) + "]; p[0] = s[0]; }"
+            return cupy.RawKernel(code, "k")
+        ''')
+    findings, notices = lint_python(src, "x.py", _cfg())
+    assert findings == []
+    assert any("partly unknown" in n and "`n`" in n for n in notices), notices
+
+
+def test_exact_edit_rules():
+    src = 'import cupy\nk = cupy.RawKernel(r"""__global__ void k() {}""", "k")\n'
+    _m, code = _code(src)
+    at = code.text.index("k()")
+    assert code.exact_edit(at, at, "__launch_bounds__(256) ") is not None
+    assert code.exact_edit(at, at, 'x"y') is None            # the quote would end the literal
+    assert code.exact_edit(at, at, "a\\n") is None
+
+
+def test_prefilter():
+    assert might_have_cuda("import cupy as cp\nk = cp.RawKernel(src, 'k')\n")
+    assert might_have_cuda("from torch.utils.cpp_extension import load_inline\nload_inline('x', '', cuda_sources=s)\n")
+    assert not might_have_cuda("import numpy as np\nprint('RawKernel')\n")
+    assert not might_have_cuda("import cupy\nx = cupy.zeros(3)\n")
+
+
+# --- launches ----------------------------------------------------------------------------------
+
+SAXPY = '''\
+import cupy as cp
+BLOCK = 100
+k = cp.RawKernel(r"""
+extern "C" __global__ void saxpy(float* y, int n) {  // noqa: OCC011
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] *= 2.0f;
+}
+""", "saxpy")
+k((4096,), (BLOCK,), (None, 1))
+k((4096,), (BLOCK * 2 + 1,), (None, 1))  # noqa: OCC031
+k((4096,), (BLOCK + 4,), (None, 1))  # noqa
+'''
+
+
+def test_launch_site_at_the_block_argument_and_python_noqa(nvrtc_lib):
+    findings, _ = lint_python(SAXPY, "x.py", _cfg())
+    assert [(f.code, f.span.line, f.span.column) for f in findings] == [("OCC031", 9, 13)]
+    assert findings[0].fix is None        # the launch is Python: no CUDA edit applies there
+    assert findings[0].data["noqa_comment"] == "#"
+
+
+def test_noqa_inside_the_string(nvrtc_lib):
+    src = SAXPY.replace("k((4096,), (BLOCK,), (None, 1))", "k((4096,), (BLOCK,), (None, 1))  # noqa: OCC031")
+    src = src.replace("__global__ void saxpy(float* y, int n) {  // noqa: OCC011",
+                      "__global__ void saxpy(float* y, int n) {\n    __shared__ float s[4096]; // noqa: OCC020\n"
+                      "    s[threadIdx.x] = y[threadIdx.x]; y[threadIdx.x] = s[threadIdx.x];")
+    findings, _ = lint_python(src, "x.py", _cfg())
+    assert findings == []
+    unsuppressed = src.replace("// noqa: OCC020", "")
+    findings, _ = lint_python(unsuppressed, "x.py", _cfg())
+    assert [(f.code, f.span.line) for f in findings] == [("OCC020", 5)]
+    assert findings[0].data["noqa_comment"] == "//"      # the line ends inside the string
+
+
+def test_kernel_factory_function_and_self_attribute(nvrtc_lib):
+    src = textwrap.dedent('''\
+        import cupy
+        SRC = "extern \\"C\\" __global__ void k(float* p) { p[threadIdx.x] = 0; }"
+        @cupy.memoize(for_each_device=True)
+        def _kernel():
+            return cupy.RawKernel(SRC, "k")
+        class Op:
+            def __init__(self):
+                self.kern = cupy.RawModule(code=SRC).get_function("k")
+            def run(self, p):
+                self.kern((1,), (2000,), (p,))
+        def run(p):
+            _kernel()((1,), (48,), (p,))
+        ''')
+    findings, _ = lint_python(src, "x.py", _cfg())
+    assert [(f.code, f.span.line) for f in findings] == [("OCC031", 12), ("OCC034", 10)] or \
+        sorted((f.code, f.span.line) for f in findings) == [("OCC031", 12), ("OCC034", 10)]
+
+
+def test_compile_error_maps_to_the_string_line(nvrtc_lib):
+    src = 'import cupy\nk = cupy.RawKernel("""\n__global__ void k(float* p) {\n    p[0] = undefined_name;\n}\n""", "k")\n'
+    findings, _ = lint_python(src, "x.py", _cfg())
+    assert [(f.code, f.span.line) for f in findings] == [("OCC900", 4)]
+    assert "undefined_name" in findings[0].message
+
+
+# --- compiled the way the framework does -----------------------------------------------------
+
+SPILLY = r"""
+extern "C" __global__ void heavy(float* out, const float* in, int n) {
+    float acc[24];
+#pragma unroll
+    for (int j = 0; j < 24; ++j) acc[j] = in[j * n + threadIdx.x];
+    for (int i = 0; i < n; ++i) {
+#pragma unroll
+        for (int j = 0; j < 24; ++j) acc[j] = fmaf(acc[j], acc[(j + 7) % 24], in[i]);
+    }
+    __shared__ float tile[512];
+    tile[threadIdx.x] = acc[0];
+    __syncthreads();
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 24; ++j) s += acc[j] * tile[(threadIdx.x + j) % 512];
+    out[threadIdx.x] = s;
+}
+template <int B> __global__ void tpl(float* p) { __shared__ float s[B]; s[threadIdx.x] = p[0]; __syncthreads(); p[1] = s[B - 1]; }
+"""
+
+
+@pytest.mark.parametrize("options", [(), ("-maxrregcount=16",)], ids=["default", "maxrregcount"])
+def test_nvrtc_figures_equal_nvcc_cubin(options, nvrtc_lib, nvcc_path, tmp_path):
+    """The figures read from NVRTC's cubin/ptxas log equal `nvcc -cubin -Xptxas -v` on the same
+    source and options (CuPy's -ftz=true included)."""
+    from occlint.python.compile import compile_module
+    from occlint.python.extract import Module
+    from occlint.python.strings import PyStr
+    from occlint.toolchain.ptxas import parse_usage
+
+    mod = Module(0, "RawModule", "cupy", PyStr.synthetic(SPILLY, 0), "", 0, 0, options=options,
+                 name_expressions=("tpl<256>",))
+    got = compile_module(mod, "sm_90", "x.py", _cfg(nvcc=nvcc_path))
+    assert not got.errors and got.usages
+    unit = tmp_path / "k.cu"
+    unit.write_text(SPILLY + "template __global__ void tpl<256>(float*);\n")
+    out = subprocess.run([nvcc_path, "-cubin", "-arch=sm_90", "-Xptxas", "-v", "-ftz=true", *options,
+                          "-o", str(tmp_path / "k.cubin"), str(unit)], capture_output=True, text=True, check=True)
+    want = parse_usage(out.stdout + out.stderr, "sm_90")
+
+    def figures(us):
+        return {(u.mangled, u.registers, u.static_smem, u.spill_stores, u.spill_loads, u.barriers) for u in us}
+    assert figures(got.usages) == figures(want)
+    if options:
+        assert any(u.spill_stores for u in got.usages)     # the case exercises spills
+
+
+def test_nvrtc_cubin_equals_its_ptxas_log(nvrtc_lib):
+    from occlint.python import nvrtc
+    from occlint.toolchain.cubin import cubin_usage
+    from occlint.toolchain.ptxas import parse_usage
+
+    prog = nvrtc.compile_program(SPILLY, ["-arch=sm_90", "-Xptxas=-v"], name_expressions=["tpl<128>"])
+    assert prog.ok and prog.lowered == {"tpl<128>": "_Z3tplILi128EEvPf"}
+    log = {(u.mangled, u.registers, u.static_smem, u.barriers) for u in parse_usage(prog.log, "sm_90")}
+    cubin = {(u.mangled, u.registers, u.static_smem, u.barriers) for u in cubin_usage(prog.cubin)}
+    assert log == cubin
+
+
+def test_backend_nvcc_and_options_are_honoured(nvrtc_lib, nvcc_path):
+    src = 'import cupy\nk = cupy.RawKernel(SRC, "heavy", options=OPTS, backend="nvcc")\nk((1,), (256,), (None, None, 1))\n'
+    src = f"SRC = r'''{SPILLY}'''\nOPTS = ('-maxrregcount=16',)\n" + src
+    model = extract(src, "x.py")
+    assert model.modules[0].backend == "nvcc" and model.modules[0].options == ("-maxrregcount=16",)
+    from occlint.python.compile import compile_module
+    got = compile_module(model.modules[0], "sm_90", "x.py", _cfg(nvcc=nvcc_path))
+    heavy = next(u for u in got.usages if u.kernel == "heavy")
+    assert heavy.spill_stores > 0          # -maxrregcount=16 reached ptxas (24 is its floor on sm_90)
+    findings, _ = lint_python(src, "x.py", _cfg(nvcc=nvcc_path))
+    assert "OCC011" in {f.code for f in findings}
+
+
+def test_compiles_are_cached(nvrtc_lib, tmp_path):
+    from occlint.python.compile import compile_module
+    from occlint.toolchain.cache import Cache
+
+    model = extract(SAXPY, "x.py")
+    cache = Cache(tmp_path / "cache")
+    first = compile_module(model.modules[0], "sm_90", "x.py", _cfg(), cache)
+    second = compile_module(model.modules[0], "sm_90", "x.py", _cfg(), cache)
+    assert not first.cached and second.cached and first.usages == second.usages
+
+
+# --- the CLI: discovery, outputs, fixes --------------------------------------------------------
+
+def test_check_finds_python_kernels_and_skips_other_python(tmp_path, nvrtc_lib):
+    (tmp_path / "kern.py").write_text(SAXPY)
+    (tmp_path / "plain.py").write_text("import numpy\nprint('RawKernel')\n")
+    proc = run_cli("check", "--arch", "sm_90", "--output-format", "concise", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    assert "kern.py:9:13: OCC031" in proc.stdout and "plain.py" not in proc.stdout
+
+
+def test_fix_edits_inside_the_string(tmp_path, nvrtc_lib):
+    src = (os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py"))
+    target = tmp_path / "k.py"
+    target.write_text(open(src, encoding="utf-8").read())
+    proc = run_cli("check", "--arch", "sm_90", "--fix", "--unsafe-fixes", str(target))
+    assert "__launch_bounds__(256, 8) accumulate(" in target.read_text(), proc.stdout + proc.stderr
+
+
+def test_augmented_assignment_builds_the_source():
+    src = textwrap.dedent('''\
+        import cupy
+        def make(flag):
+            code = r"""extern "C" __global__ void k(float* p) {"""
+            code += r""" p[threadIdx.x] = 1.0f; }"""
+            return cupy.RawKernel(code, "k")
+        ''')
+    model = extract(src, "x.py")
+    assert model.modules[0].code.text == 'extern "C" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }'
+    _check_map(src, model.modules[0].code)
