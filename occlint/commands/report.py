@@ -84,7 +84,7 @@ def run(args) -> int:
     keyed = {_shown(s): us for s, us in usage.items()}
     paths = paths or [p for p in keyed if os.path.exists(p)]
     from occlint.toolchain.sidecar import load_sidecar_includes
-    result = lint_paths(paths, config, usage=keyed, includes=load_sidecar_includes(args.build_dir))
+    result = lint_paths(paths, config, usage=keyed, includes=load_sidecar_includes(build_dir))
     _print_messages(result)
     text = EMITTERS[args.output_format](result.findings, root=config.root, sources=result.sources)
     if text:
@@ -104,8 +104,10 @@ def _html(args, config) -> int:
     usage = _recorded(paths[0], config) if paths and os.path.isdir(paths[0]) else {}
     if usage:
         keyed = {_shown(s): us for s, us in usage.items()}
+        from occlint.toolchain.sidecar import load_sidecar_includes
+        includes = load_sidecar_includes(paths[0])
         paths = paths[1:] or [p for p in keyed if os.path.exists(p)]
-        result = lint_paths(paths, config, usage=keyed)
+        result = lint_paths(paths, config, usage=keyed, includes=includes)
     else:
         result = lint_paths(paths, config, jobs=config.jobs)
     _print_messages(result)
