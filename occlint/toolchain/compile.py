@@ -184,10 +184,16 @@ def _error_from_json(d: dict, unit: str) -> CompileError:
 
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
-                  nvcc: Nvcc | None = None) -> UsageReport:
-    """ptxas's figures for every kernel in the .cu files of `paths`, for every arch."""
+                  nvcc: Nvcc | None = None, extra_entries: Sequence[dict] | None = None) -> UsageReport:
+    """ptxas's figures for every kernel in the .cu files of `paths`, for every arch.
+    `extra_entries`: compile-database entries of torch extension units (default: the root's
+    setup.py); the compilation database's own entry for a file wins."""
     cc_path = find_compile_commands(config)
     entries = load_compile_commands(cc_path)
+    if extra_entries is None:
+        from occlint.python.extensions import project_entries
+        extra_entries = project_entries(config.root)
+    entries = [*entries, *extra_entries]          # index_entries: the first entry of a file wins
     archs = archs_for(config, entries)
     report = UsageReport(archs=archs)
     files = expand_paths(paths)
