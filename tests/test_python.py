@@ -362,3 +362,27 @@ def test_pycuda_prepare_and_class_attribute_source(nvrtc_lib, nvcc_path):
         ''')
     findings, _ = lint_python(src, "x.py", _cfg(nvcc=nvcc_path))
     assert [(f.code, f.span.line) for f in findings] == [("OCC034", 7)]
+
+
+def test_cupy_kernels_see_the_cuda_headers(nvrtc_lib):
+    src = textwrap.dedent('''\
+        import cupy
+        k = cupy.RawKernel(r"""
+        #include <cuComplex.h>
+        extern "C" __global__ void conj(cuFloatComplex* z) { z[threadIdx.x] = cuConjf(z[threadIdx.x]); }
+        """, "conj")
+        ''')
+    findings, notices = lint_python(src, "x.py", _cfg())
+    assert not [f for f in findings if f.code == "OCC900"], findings
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "gitlab", "rdjson", "junit", "json-lines"])
+def test_every_output_format_names_the_python_line(tmp_path, fmt, nvrtc_lib):
+    (tmp_path / "kern.py").write_text(SAXPY)
+    proc = run_cli("check", "--arch", "sm_90", "--no-cache", "--output-format", fmt, str(tmp_path / "kern.py"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "kern.py" in proc.stdout and "OCC031" in proc.stdout
+    if fmt == "json":
+        import json
+        [f] = json.loads(proc.stdout)
+        assert (f["location"]["row"], f["location"]["column"]) == (9, 13)
