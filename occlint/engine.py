@@ -31,6 +31,10 @@ class LintResult:
     notices: list[str] = field(default_factory=list)        # e.g. "nvcc not found: ..."
     errors: list[str] = field(default_factory=list)         # files that could not be read
     sources: dict[str, str] = field(default_factory=dict)   # path -> text (for emitters, --fix)
+    # what the files were linted with, for the HTML report (occlint.report rebuilds the facts)
+    config: Config | None = None
+    project: object = None                                       # occlint.project.Project
+    usage: dict[str, list[Usage]] = field(default_factory=dict)  # CUDA path -> usage linted with
 
 
 # --- findings --------------------------------------------------------------------------------------
@@ -148,12 +152,14 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         config = dataclasses.replace(config, arch=tuple(archs))
     from occlint.project import Project
     project = Project.read({path: texts[path] for path in cuda})
+    result.config, result.project = config, project
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
             file_usage = list(report.usage_for(path))
         elif not file_usage and is_header(path):
             file_usage = all_usage
+        result.usage[path] = file_usage
         result.findings.extend(lint_source(texts[path], path, file_usage, config, source=project[path],
                                            compile_errors=errors_by_file.get(path, ()),
                                            project=project))

@@ -535,9 +535,10 @@ def _edge(lo: int, hi: int, ok) -> int | None:
 def cliffs(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
            dynamic_smem: int = 0, *, max_dynamic_smem: int | None = None,
            carveout: int | None = None, cache_config: str = "none",
-           barriers: int = 1) -> Cliffs:
+           barriers: int = 1, max_block_size: int | None = None) -> Cliffs:
     """For registers, shared memory and block size: the nearest change that gains a resident
-    block (warps, for block size) and the nearest that loses one, each with its occupancy."""
+    block (warps, for block size) and the nearest that loses one, each with its occupancy.
+    `max_block_size`: the kernel's `__launch_bounds__` maximum; larger blocks cannot launch."""
     kw = {"max_dynamic_smem": max_dynamic_smem, "carveout": carveout,
           "cache_config": cache_config, "barriers": barriers}
     now = compute(arch, block_size, regs_per_thread, static_smem, dynamic_smem, **kw)
@@ -587,7 +588,8 @@ def cliffs(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
 
     # block size: nearest warp multiple with more (fewer) active warps
     gain = loss = None
-    sizes = sorted(range(c.ws, c.max_tpb + 1, c.ws), key=lambda s: (abs(s - block_size), -s))
+    top = min(c.max_tpb, max_block_size) if max_block_size else c.max_tpb
+    sizes = sorted(range(c.ws, top + 1, c.ws), key=lambda s: (abs(s - block_size), -s))
     for size in sizes:
         if size == block_size:
             continue

@@ -77,6 +77,9 @@ def test_objects_identical_and_sidecars_written(builds):
 
 def test_report_usage(builds):
     _src, _plain, launched = builds
+    usage = load_sidecars(launched)
+    (scale,) = usage[str(_src / "scale.cu")]
+    (block,) = usage[str(_src / "reduce.cu")]
     proc = run_cli("report", str(launched), "--usage")
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"block_sum<256>\s+sm_90\s+\d+\s+1024\s+1", proc.stdout)
@@ -89,6 +92,15 @@ def test_report_usage(builds):
     assert not (_src / ".occlint_cache").exists()
     empty = run_cli("report", str(_plain))
     assert empty.returncode == 2 and "no *.occlint.json" in empty.stderr
+    # the HTML report from the recorded figures: both kernels with their registers, no compile
+    page = launched / "report.html"
+    html = run_cli("report", str(launched), "--html", str(page), cwd=_src)
+    assert html.returncode == 0, html.stderr
+    text = page.read_text(encoding="utf-8")
+    for u in (scale, block):
+        assert re.search(rf'data-kernel="{re.escape(u.kernel)}" data-arch="sm_90"><td>.*?</td>'
+                         rf'<td>sm_90</td><td class="num" data-sort="{u.registers}">', text), u.kernel
+    assert not (_src / ".occlint_cache").exists()
 
 
 def test_launcher_keeps_output_and_exit_code(tmp_path, nvcc_path):

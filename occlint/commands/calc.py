@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="store_true",
                         help="also print occupancy over block sizes and register counts")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--plot", metavar="FILE.svg",
+                        help="also draw occupancy against block size, registers and shared memory "
+                             "(current point and nearest cliffs marked) to an SVG file")
 
 
 def _int(text: str, what: str) -> int:
@@ -121,6 +124,8 @@ def run(args) -> int:
     from occlint.units import format_size
 
     inp = _inputs(args)
+    if args.plot:
+        _check_plot_path(args.plot)
     a, gpu = inp["arch"], inp["gpu"]
     kw = {k: inp[k] for k in ("max_dynamic_smem", "carveout", "cache_config", "barriers")}
     block, regs = inp["block_size"], inp["regs_per_thread"]
@@ -135,6 +140,8 @@ def run(args) -> int:
                                     registers=range(8, 256, 8) if regs > 255 else sorted(
                                         {*range(8, 256, 8), 255, regs}), **kw)
 
+    if args.plot:
+        _plot(args.plot, inp, kw, occ)
     if args.json:
         doc = {
             "arch": a.name, "gpu": gpu.name, "sm_count": gpu.sm_count,
@@ -194,3 +201,33 @@ def run(args) -> int:
                   *_table(rows_regs, "regs_per_thread", "registers")]
     print("\n".join(lines))
     return 0
+
+
+def _check_plot_path(path: str) -> None:
+    import os
+
+    from occlint.errors import OcclintError
+
+    if os.path.splitext(path)[1].lower() != ".svg":
+        raise OcclintError(f"--plot writes SVG: give a file ending in .svg, not {path!r} (occlint "
+                           "draws plain SVG; a browser or `rsvg-convert -o out.png out.svg` makes a PNG)")
+
+
+def _plot(path: str, inp: dict, kw: dict, occ) -> None:
+    from occlint import plot
+    from occlint.curves import curves
+    from occlint.errors import OcclintError
+    from occlint.units import format_size
+
+    a = inp["arch"]
+    cs = curves(a, inp["block_size"], inp["regs_per_thread"], inp["static_smem"],
+                inp["dynamic_smem"], **kw)
+    smem = inp["static_smem"] + inp["dynamic_smem"]
+    heading = (f"{a.name}: {inp['block_size']} threads/block, {inp['regs_per_thread']} registers/thread, "
+               f"{format_size(smem)} shared memory/block")
+    words = f"occupancy {occ.occupancy:.1%}" + (f", {occ.words}" if occ.words else "")
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(plot.standalone(cs, heading, words))
+    except OSError as exc:
+        raise OcclintError(f"cannot write {path}: {exc.strerror or exc}") from None

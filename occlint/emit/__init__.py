@@ -25,8 +25,11 @@ EMITTERS = {
 
 # formats from the integrations part, registered when their modules are present
 for _name, _module in (("json-lines", "json_lines"), ("sarif", "sarif"), ("github", "github"),
-                       ("rdjson", "rdjson"), ("gitlab", "gitlab"), ("junit", "junit")):
+                       ("rdjson", "rdjson"), ("gitlab", "gitlab"), ("junit", "junit"),
+                       ("html", "html")):
     with contextlib.suppress(ImportError):
         EMITTERS[_name] = importlib.import_module(f"occlint.emit.{_module}").render
 
 TEXT_FORMATS = ("full", "concise")   # human formats: the command adds a summary line
+# formats that also take the whole run (`result=`: engine.LintResult) to show kernels, not findings only
+RUN_FORMATS = ("html",)
