@@ -386,3 +386,19 @@ def test_every_output_format_names_the_python_line(tmp_path, fmt, nvrtc_lib):
         import json
         [f] = json.loads(proc.stdout)
         assert (f["location"]["row"], f["location"]["column"]) == (9, 13)
+
+
+def test_noqa_after_a_multiline_string_covers_findings_inside_it(nvrtc_lib):
+    src = textwrap.dedent('''\
+        import cupy
+        k = cupy.RawKernel(r"""
+        extern "C" __global__ void k(float* y) {
+            __shared__ float s[4096];
+            s[threadIdx.x] = y[threadIdx.x]; y[threadIdx.x] = s[threadIdx.x];
+        }
+        """, "k")  # noqa: OCC020
+        k((132,), (256,), (None,))
+        ''')
+    assert lint_python(src, "x.py", _cfg())[0] == []
+    findings, _ = lint_python(src.replace("  # noqa: OCC020", ""), "x.py", _cfg())
+    assert [(f.code, f.span.line) for f in findings] == [("OCC020", 4)]

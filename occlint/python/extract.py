@@ -103,6 +103,15 @@ class PyModel:
     launches: list[PyLaunch] = field(default_factory=list)
     attributes: list[PyAttribute] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)   # (offset, what was not understood)
+    literals: list[tuple[int, int]] = field(default_factory=list)   # every string literal: (start, end)
+
+    def literal_end_line(self, offset: int) -> int | None:
+        """The line where the string literal containing `offset` ends (ruff's place for the
+        `# noqa` of a finding inside a multi-line string); None outside literals."""
+        for start, end in self.literals:
+            if start <= offset < end:
+                return self.text.count("\n", 0, end) + 1
+        return None
 
 
 _BINOPS = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
@@ -480,6 +489,12 @@ class _Extractor(cst.CSTVisitor):
         return Unknown(self.source(node))
 
     # --- the compile calls ----------------------------------------------------------------------
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.model.literals.append((self.start(node), self.end(node)))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.model.literals.append((self.start(node), self.end(node)))
 
     def visit_Call(self, node: cst.Call) -> None:
         api = _last(_name_of(node.func))
