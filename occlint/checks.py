@@ -306,8 +306,8 @@ def oversized_static_shared(facts: Facts) -> Iterator[Hit]:
                       "wasted": decl.size_bytes - largest * (decl.element_size or 0)}
             yield Hit("OCC020", decl.span, values, "message", None, kf.kernel.qualname,
                       _extern_fix(facts, kf, decl, largest), ())
-        for site in facts.sites:
-            if site.facts is not kf or verdict(site, facts.config.min_occupancy) != "static_shared":
+        for site in kf.sites:
+            if verdict(site, facts.config.min_occupancy) != "static_shared":
                 continue
             decl = max((d for d in kf.shared if not d.extern and d.size_bytes), key=lambda d: d.size_bytes)
             if decl.name in reported:

@@ -136,7 +136,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     errors_by_file: dict[str, list[CompileError]] = {}
     report = None
     if usage is None:
-        report = _collect(cuda, config, jobs, result)
+        report = _collect(cuda, config, jobs, result, python)
         usage = dict(report.usages) if report else {}
         for err in (report.errors if report else []):
             target = _match_path(err.path, cuda)
@@ -208,12 +208,15 @@ def _match_path(path: str, candidates: Sequence[str]) -> str | None:
     return next((c for c in candidates if os.path.realpath(c) == full), None)
 
 
-def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: LintResult):
-    """The toolchain's UsageReport; without nvcc its notice says the register rules are off."""
+def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: LintResult,
+             python: Sequence[str] = ()):
+    """The toolchain's UsageReport; without nvcc its notice says the register rules are off.
+    `python`: the run's Python files, whose torch extension calls give units their flags."""
     if not cuda:
         return None
+    from occlint.python.extensions import run_entries
     from occlint.toolchain import collect_usage
-    report = collect_usage(list(cuda), config, jobs=jobs)
+    report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=run_entries(config.root, python))
     if report.notice:
         result.notices.append(report.notice)
     return report

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from occlint import link
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile, Span, Usage
 
 STATIC_SMEM_LIMIT = 48 * 1024        # per block without opt-in (all archs occlint supports)
@@ -29,6 +30,7 @@ class KernelFacts:
     usages: dict[str, list[Usage]]      # arch -> usages (one per template instantiation)
     origin: SourceFile | None = None    # the file that defines it (another file of the run, or this)
     elsewhere: list[Launch] = field(default_factory=list)   # its launches in other files of the run
+    sites: list[Site] = field(default_factory=list)          # its evaluation sites, every arch
     static_over_limit: SharedDecl | None = None   # OCC021 fires: nothing else about this kernel
     oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)  # OCC020 (decl, block)
 
@@ -158,41 +160,11 @@ def launch_args(launch: Launch) -> tuple:
 
 def attributes_for(facts: Facts, k: Kernel) -> list:
     """cudaFuncSetAttribute calls in this file that name kernel `k`."""
-    def names(text: str) -> bool:
-        plain = re.sub(r"\(\s*(const\s+)?void\s*\*\s*\)|reinterpret_cast<[^>]*>|[&()\s]", "", text)
-        plain = plain.split("<")[0]
-        return plain in (k.name, k.qualname) or plain.endswith("::" + k.name)
-    return [a for a in facts.source.attributes if names(a.kernel) or _find_kernel(facts.source, a) == k]
-
-
-def _find_kernel(sf: SourceFile, launch) -> Kernel | None:
-    from occlint.source import find_kernel
-    return find_kernel(sf, launch)
-
-
-def _match_usages(kernel: Kernel, usages) -> list[Usage]:
-    from occlint.toolchain import match_usage
-    return list(match_usage(kernel, usages))
-
-
-def _norm_arg(text: str) -> str:
-    text = re.sub(r"\s+", "", str(text))
-    return re.sub(r"^(\d+)[uUlL]*$", r"\1", text)
+    return link.attributes_of(facts.source, k)
 
 
 def usage_for(kf: KernelFacts, arch: str, launch: Launch | None) -> Usage | None:
-    usages = kf.usages.get(arch, [])
-    if not usages:
-        return None
-    if launch is None or not kf.kernel.template_params:
-        return usages[0] if len(usages) == 1 else None
-    wanted = [_norm_arg(a) for a in launch.template_args]
-    values = [str(v) for v in launch.template_values]
-    for u in usages:
-        got = [_norm_arg(a) for a in u.template_args]
-        if got and (got in (wanted, values)):
-            return u
-    return usages[0] if len(usages) == 1 and not launch.template_args else None
+    return link.instantiation(kf.usages.get(arch, []), kf.kernel, launch)
 
 
 def _global_cap(config) -> int | None:
@@ -206,11 +178,11 @@ def _global_cap(config) -> int | None:
     return None
 
 
-def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: list[Usage]) -> KernelFacts:
+def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: link.Usages) -> KernelFacts:
     by_arch: dict[str, list[Usage]] = {}
-    for u in _match_usages(k, usage):
+    for u in usage.of(k):
         by_arch.setdefault(u.arch, []).append(u)
-    return KernelFacts(kernel=k, here=here, shared=[d for d in origin.shared if d.kernel == k.qualname],
+    return KernelFacts(kernel=k, here=here, shared=link.shared_of(origin, k),
                        launches=[], usages=by_arch, origin=origin)
 
 
@@ -219,7 +191,7 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
     """What the checks read. `project`: the other parsed files of the run (headers, other
     sources), for kernels launched here but defined there, and launches there of kernels here."""
     from occlint.project import Project
-    usage = list(usage)
+    usage = usage if isinstance(usage, link.Usages) else link.Usages(usage)
     project = project if isinstance(project, Project) else Project(project)
     kernels: dict[str, KernelFacts] = {}
     for k in sf.kernels:
@@ -227,10 +199,10 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
         if known is None or (k.is_definition and not known.here):
             kernels[k.qualname] = _kernel_facts(k, sf, k.is_definition and k.path == sf.path, usage)
     for launch in sf.launches:
-        k, origin = _find_kernel(sf, launch), sf
+        k, origin = link.find_kernel(sf, launch), sf
         if k is None or not k.is_definition:
             for other in project.definitions.get(launch.callee.split("::")[-1], []):
-                found = _find_kernel(other, launch) if other.path != sf.path else None
+                found = link.find_kernel(other, launch) if other.path != sf.path else None
                 if found is not None and found.is_definition:
                     k, origin = found, other
                     break
@@ -245,7 +217,7 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
     for kf in kernels.values():
         if kf.here:
             kf.elsewhere = [ln for other, ln in project.launches.get(kf.kernel.name, [])
-                            if other.path != sf.path and _find_kernel(sf, ln) == kf.kernel]
+                            if other.path != sf.path and link.find_kernel(sf, ln) == kf.kernel]
     facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
                   kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
                   global_cap=_global_cap(config))
@@ -258,7 +230,8 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
     for kf in facts.kernels:
         _static_limits(kf)
         for arch in archs:
-            facts.sites.extend(_sites(facts, kf, arch))
+            kf.sites.extend(_sites(facts, kf, arch))
+        facts.sites.extend(kf.sites)
     return facts
 
 

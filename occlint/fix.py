@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import functools
 from collections.abc import Iterable, Sequence
 
 from occlint.model import Edit, Finding, Fix, Span
 
 
+@functools.lru_cache(maxsize=8)
+def _line_starts(text: str) -> list[int]:
+    """Offsets where each line of `text` starts (kept for the few texts of a run: every span of
+    a file is a binary search, not a count from the top)."""
+    starts = [0]
+    at = text.find("\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    return starts
+
+
 def make_span(text: str, start: int, end: int) -> Span:
     """A Span for offsets `start:end` of `text` (1-based lines and character columns)."""
-    line = text.count("\n", 0, start) + 1
-    column = start - (text.rfind("\n", 0, start) + 1) + 1
-    end_line = line + text.count("\n", start, end)
-    end_column = end - (text.rfind("\n", 0, end) + 1) + 1
-    return Span(line, column, end_line, end_column, start, end)
+    starts = _line_starts(text)
+    line = bisect.bisect_right(starts, start)
+    end_line = bisect.bisect_right(starts, end)
+    return Span(line, start - starts[line - 1] + 1, end_line, end - starts[end_line - 1] + 1, start, end)
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:

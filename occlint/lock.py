@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from occlint import jsondoc
+from occlint import jsondoc, link
 from occlint.errors import OcclintError
 from occlint.model import Launch, Usage
 
@@ -26,39 +26,21 @@ RESOURCES = {
 }
 
 
-def _norm(args: Iterable[str]) -> tuple[str, ...]:
-    return tuple("".join(str(a).split()) for a in args)
-
-
 def entry_key(entry: dict) -> tuple[str, tuple[str, ...], str]:
-    return entry["kernel"], _norm(entry.get("template_args", ())), entry["arch"]
+    return link.lock_key(entry["kernel"], entry.get("template_args", ()), entry["arch"])
 
 
 def usage_key(usage: Usage) -> tuple[str, tuple[str, ...], str]:
-    return usage.kernel, _norm(usage.template_args), usage.arch
+    return link.lock_key(usage.kernel, usage.template_args, usage.arch)
 
 
-def launches_for(usage: Usage, launches: Iterable[Launch]) -> list[Launch]:
-    """Launches that call this kernel instantiation (by name; template arguments when written)."""
-    out = []
-    kernel = usage.kernel.lstrip(":")
-    for launch in launches:
-        name = launch.callee.lstrip(":")
-        if not (kernel == name or kernel.endswith("::" + name) or name.endswith("::" + kernel)):
-            continue
-        if launch.template_args and usage.template_args \
-                and _norm(launch.template_args) != _norm(usage.template_args):
-            continue
-        out.append(launch)
-    return out
-
-
-def entry(usage: Usage, launches: Iterable[Launch] = ()) -> dict:
+def entry(usage: Usage, launches: Iterable[Launch] | link.Launches = ()) -> dict:
     """One lock entry: the usage figures and the occupancy at each distinct launch configuration."""
     from occlint.occupancy import compute
 
     configs = set()
-    for launch in launches_for(usage, launches):
+    index = launches if isinstance(launches, link.Launches) else link.Launches(launches)
+    for launch in index.of_usage(usage):
         block, smem = launch.block.total, launch.dynamic_smem
         if block and smem is not None:
             configs.add((block, smem))
@@ -82,8 +64,8 @@ def entry(usage: Usage, launches: Iterable[Launch] = ()) -> dict:
 
 
 def build(usages: Iterable[Usage], launches: Iterable[Launch] = ()) -> dict:
-    launches = list(launches)
-    entries = {usage_key(u): entry(u, launches) for u in usages}
+    index = link.Launches(launches)
+    entries = {usage_key(u): entry(u, index) for u in usages}
     return {"version": VERSION, "kernels": [entries[k] for k in sorted(entries)]}
 
 

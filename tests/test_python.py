@@ -280,3 +280,125 @@ def test_augmented_assignment_builds_the_source():
     model = extract(src, "x.py")
     assert model.modules[0].code.text == 'extern "C" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }'
     _check_map(src, model.modules[0].code)
+
+
+# --- torch extensions: CUDAExtension / load give .cu units their flags -----------------------
+
+EXT_CU = """#include "cfg.h"
+__global__ void scale(float* x) {
+    __shared__ float tile[TILE];
+    tile[threadIdx.x] = x[threadIdx.x] * SCALE;
+    __syncthreads();
+    x[threadIdx.x] = tile[threadIdx.x];
+}
+"""
+
+
+def _extension(tmp_path):
+    (tmp_path / "csrc" / "include").mkdir(parents=True)
+    (tmp_path / "csrc" / "include" / "cfg.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "csrc" / "k.cu").write_text(EXT_CU)
+
+
+def test_setup_py_cuda_extension_flags_compile_the_unit(tmp_path, nvcc_path):
+    from occlint.toolchain import collect_usage
+
+    _extension(tmp_path)
+    (tmp_path / "setup.py").write_text(textwrap.dedent('''\
+        import glob, os
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+        setup(name="e", ext_modules=[CUDAExtension(
+            name="e._C", sources=["csrc/bind.cpp"] + glob.glob("csrc/*.cu"),
+            include_dirs=[os.path.join("csrc", "include")], define_macros=[("TILE", "2048")],
+            extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "-lineinfo"]})],
+            cmdclass={"build_ext": BuildExtension})
+        '''))
+    config = _cfg(root=str(tmp_path), nvcc=nvcc_path, no_cache=True)
+    report = collect_usage([str(tmp_path / "csrc" / "k.cu")], config)
+    assert not [e for e in report.errors if e.kind != "warning"], report.errors
+    assert [u.static_smem for u in report.usages[str(tmp_path / "csrc" / "k.cu")]] == [8192]
+
+
+def test_load_call_in_a_python_file_gives_flags(tmp_path):
+    from occlint.python.extensions import run_entries
+
+    _extension(tmp_path)
+    (tmp_path / "build.py").write_text(textwrap.dedent('''\
+        from torch.utils.cpp_extension import load
+        ext = load("e", sources=["csrc/k.cu"], extra_cuda_cflags=["-DTILE=512"],
+                   extra_include_paths=["csrc/include"])
+        '''))
+    entries = run_entries(str(tmp_path), [str(tmp_path / "build.py")])
+    assert len(entries) == 1 and entries[0]["file"] == str(tmp_path / "csrc" / "k.cu")
+    args = entries[0]["arguments"]
+    assert "-DTILE=512" in args and f"-I{tmp_path / 'csrc' / 'include'}" in args
+    assert "--expt-relaxed-constexpr" in args        # torch's own nvcc flags
+
+
+def test_load_inline_sources_are_linted(nvrtc_lib):
+    src = textwrap.dedent('''\
+        from torch.utils.cpp_extension import load_inline
+        cuda = """
+        __global__ void k(float* x) { x[threadIdx.x] = 0.0f; }
+        void run(float* x) { k<<<4096, 100>>>(x); }
+        """
+        mod = load_inline("m", cpp_sources="", cuda_sources=cuda, functions=["run"])
+        ''')
+    findings, notices = lint_python(src, "x.py", _cfg())
+    assert [(f.code, f.span.line) for f in findings] == [("OCC031", 4)]
+    assert any("torch is not importable" in n for n in notices) or not notices
+
+
+def test_pycuda_prepare_and_class_attribute_source(nvrtc_lib, nvcc_path):
+    src = textwrap.dedent('''\
+        from pycuda.compiler import SourceModule
+        class Op:
+            CODE = "__global__ void k(float* x) { x[threadIdx.x] = 0.0f; }"
+            def __init__(self):
+                self.f = SourceModule(self.CODE).get_function("k").prepare("P")
+            def __call__(self, x):
+                self.f.prepared_call((1, 1), (2000, 1, 1), x)
+        ''')
+    findings, _ = lint_python(src, "x.py", _cfg(nvcc=nvcc_path))
+    assert [(f.code, f.span.line) for f in findings] == [("OCC034", 7)]
+
+
+def test_cupy_kernels_see_the_cuda_headers(nvrtc_lib):
+    src = textwrap.dedent('''\
+        import cupy
+        k = cupy.RawKernel(r"""
+        #include <cuComplex.h>
+        extern "C" __global__ void conj(cuFloatComplex* z) { z[threadIdx.x] = cuConjf(z[threadIdx.x]); }
+        """, "conj")
+        ''')
+    findings, notices = lint_python(src, "x.py", _cfg())
+    assert not [f for f in findings if f.code == "OCC900"], findings
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "gitlab", "rdjson", "junit", "json-lines"])
+def test_every_output_format_names_the_python_line(tmp_path, fmt, nvrtc_lib):
+    (tmp_path / "kern.py").write_text(SAXPY)
+    proc = run_cli("check", "--arch", "sm_90", "--no-cache", "--output-format", fmt, str(tmp_path / "kern.py"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "kern.py" in proc.stdout and "OCC031" in proc.stdout
+    if fmt == "json":
+        import json
+        [f] = json.loads(proc.stdout)
+        assert (f["location"]["row"], f["location"]["column"]) == (9, 13)
+
+
+def test_noqa_after_a_multiline_string_covers_findings_inside_it(nvrtc_lib):
+    src = textwrap.dedent('''\
+        import cupy
+        k = cupy.RawKernel(r"""
+        extern "C" __global__ void k(float* y) {
+            __shared__ float s[4096];
+            s[threadIdx.x] = y[threadIdx.x]; y[threadIdx.x] = s[threadIdx.x];
+        }
+        """, "k")  # noqa: OCC020
+        k((132,), (256,), (None,))
+        ''')
+    assert lint_python(src, "x.py", _cfg())[0] == []
+    findings, _ = lint_python(src.replace("  # noqa: OCC020", ""), "x.py", _cfg())
+    assert [(f.code, f.span.line) for f in findings] == [("OCC020", 4)]

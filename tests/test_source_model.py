@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import occlint.source.build as build
-from occlint.source import find_kernel, launch_template_args, parse, specialize
+from occlint.link import find_kernel
+from occlint.source import launch_template_args, parse, specialize
 
 CASES = Path(__file__).parent / "source_cases"
 

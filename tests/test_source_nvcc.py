@@ -9,7 +9,8 @@ from pathlib import Path
 
 import cxxfilt
 
-from occlint.source import find_kernel, launch_template_args, parse, specialize
+from occlint.link import find_kernel
+from occlint.source import launch_template_args, parse, specialize
 
 CASES = Path(__file__).parent / "source_cases"
 

@@ -169,7 +169,8 @@ def test_fuzz_never_raises_and_spans_stay_inside(data):
 def test_parse_and_specialize_from_threads():
     import threading
 
-    from occlint.source import find_kernel, specialize
+    from occlint.link import find_kernel
+    from occlint.source import specialize
 
     text = (CASES / "shared.cu").read_text()
     errors = []

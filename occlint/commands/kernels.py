@@ -145,11 +145,13 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
     `occupancy` (arch -> occupancy, blocks/SM, limiter) at their evaluated configuration."""
     from occlint import occupancy
     from occlint.facts import build_facts, primary_limiter
-    from occlint.toolchain import match_usage, usage_by_arch
+    from occlint.link import Usages
+    from occlint.toolchain import usage_by_arch
 
+    usages = Usages(usages)
     kernels = {(r["line"], r["column"]): r for r in recs if r["kind"] == "kernel"}
     for k in sf.kernels:
-        mine = match_usage(k, usages)
+        mine = usages.of(k)
         rec = kernels.get((k.span.line, k.span.column))
         if rec is None or not mine:
             continue

@@ -46,6 +46,17 @@ def cupy_include() -> str | None:
     return folder if os.path.isdir(folder) else None
 
 
+def cuda_include() -> str | None:
+    """The CUDA include folder CuPy puts on NVRTC's path (cuComplex.h, cuda_fp16.h, ...):
+    CUDA_PATH/CUDA_HOME, else the nvidia wheels', else /usr/local/cuda."""
+    import sys
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")]
+    candidates = [os.path.join(r, "include") for r in roots if r]
+    candidates += [os.path.join(p, "nvidia", sub, "include") for p in sys.path for sub in ("cu13", "cu12", "cuda_runtime")]
+    candidates.append("/usr/local/cuda/include")
+    return next((c for c in candidates if os.path.isfile(os.path.join(c, "cuComplex.h"))), None)
+
+
 def torch_includes() -> list[str]:
     """torch.utils.cpp_extension.include_paths(cuda=True) when torch is importable."""
     try:
@@ -75,9 +86,9 @@ def options_for(mod: Module) -> list[str]:
     opts = [o for o in mod.options if not _ARCH_OPTION.match(o)]
     if mod.framework == "cupy":
         opts.append("-ftz=true")
-        inc = cupy_include()
-        if inc:
-            opts.append(f"-I{inc}")
+        for inc in (cupy_include(), cuda_include()):
+            if inc:
+                opts.append(f"-I{inc}")
     opts += [f"-I{d}" for d in mod.include_dirs]
     if mod.framework == "torch":
         opts += [f"-I{d}" for d in torch_includes()]

@@ -103,6 +103,15 @@ class PyModel:
     launches: list[PyLaunch] = field(default_factory=list)
     attributes: list[PyAttribute] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)   # (offset, what was not understood)
+    literals: list[tuple[int, int]] = field(default_factory=list)   # every string literal: (start, end)
+
+    def literal_end_line(self, offset: int) -> int | None:
+        """The line where the string literal containing `offset` ends (ruff's place for the
+        `# noqa` of a finding inside a multi-line string); None outside literals."""
+        for start, end in self.literals:
+            if start <= offset < end:
+                return self.text.count("\n", 0, end) + 1
+        return None
 
 
 _BINOPS = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
@@ -194,6 +203,7 @@ class _Extractor(cst.CSTVisitor):
         self.returns: dict[cst.FunctionDef, list] = {}
         self.modules_by_call: dict[cst.Call, Module] = {}
         self.depth = 0
+        self.glob_root: str | None = None     # set by extensions.py: `glob.glob` reads this folder
 
     # --- positions ------------------------------------------------------------------------------
 
@@ -235,6 +245,9 @@ class _Extractor(cst.CSTVisitor):
             found = [e for (scope, n), entries in self.assigns.items() if n == name for e in entries]
             if found:
                 return max(found, key=lambda e: e[0])
+            owner, _, attr = name.rpartition(".")
+            if "." not in owner:    # `self.CODE`, `Cls.CODE`: a class attribute (class bodies are module scope here)
+                return self.lookup(attr, at, [None])
         return None
 
     def value(self, node, scopes=None, at: int | None = None):
@@ -397,9 +410,23 @@ class _Extractor(cst.CSTVisitor):
         if node in self.modules_by_call:
             mod = self.modules_by_call[node]
             return KernelRef(mod.index, mod.kernel) if mod.api == "RawKernel" and mod.kernel else ModuleRef(mod.index)
+        if fname in ("os.path.join", "path.join", "posixpath.join") and args and not kwargs:
+            parts = [self.value(a.value, scopes, at) for a in args]
+            if all(isinstance(p, PyStr) and not p.unknown for p in parts):
+                import posixpath
+                return PyStr.synthetic(posixpath.join(*(p.text for p in parts)), self.start(node))
+            return Unknown(self.source(node))
+        if fname in ("glob.glob", "glob") and self.glob_root and len(args) == 1:
+            pattern = self.value(args[0].value, scopes, at)
+            if isinstance(pattern, PyStr) and not pattern.unknown:
+                from occlint.python.extensions import expand_glob
+                return [PyStr.synthetic(p, self.start(node)) for p in expand_glob(pattern.text, self.glob_root)]
+            return Unknown(self.source(node))
         if isinstance(node.func, cst.Attribute):
             owner = node.func.value
             method = node.func.attr.value
+            if method == "prepare":         # PyCUDA: f.prepare("PPi") returns f
+                return self.value(owner, scopes, at)
             if method in ("get_function", "get_kernel"):
                 mod = self.value(owner, scopes, at)
                 name = self.value(args[0].value, scopes, at) if args else None
@@ -462,6 +489,12 @@ class _Extractor(cst.CSTVisitor):
         return Unknown(self.source(node))
 
     # --- the compile calls ----------------------------------------------------------------------
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.model.literals.append((self.start(node), self.end(node)))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.model.literals.append((self.start(node), self.end(node)))
 
     def visit_Call(self, node: cst.Call) -> None:
         api = _last(_name_of(node.func))

@@ -158,7 +158,11 @@ def lint_python_source(text: str, path: str, model: PyModel, usage: Mapping[int,
                             compile_errors=list(errors.get(mod.index, ())))
         for f in found:
             g = map_finding(v, f, text, inside)
-            if not suppressions.suppressed(g.code, range(g.span.line, g.span.end_line + 1), noqa):
+            lines = [*range(g.span.line, g.span.end_line + 1)]
+            closing = model.literal_end_line(g.span.start)
+            if closing is not None:
+                lines.append(closing)       # ruff: a multi-line string's noqa goes after it
+            if not suppressions.suppressed(g.code, lines, noqa):
                 findings.append(g)
     findings = list(dict.fromkeys(findings))
     findings.sort(key=lambda f: (f.span.line, f.span.column, f.code, f.arch or ""))

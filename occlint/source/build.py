@@ -24,6 +24,20 @@ class Parsed:
     ctx: Context | None
     kernels: list
     shared: list
+    links: object = None        # occlint.link.FileLinks, built on first use
+    _nodes: dict | None = None  # Kernel -> (its kernel node, its shared nodes), for `node_of`
+
+    def node_of(self, kernel) -> tuple[object, list] | None:
+        """(kernel node, shared nodes in its body) for a Kernel of this file, or None."""
+        if self._nodes is None:
+            shared: dict[int, list] = {}
+            for sn in self.shared:
+                shared.setdefault(id(sn.kernel_node), []).append(sn)
+            nodes: dict = {}
+            for kn in self.kernels:
+                nodes.setdefault(kn.kernel, (kn, shared.get(id(kn), [])))
+            self._nodes = nodes
+        return self._nodes.get(kernel)
 
 
 def parse(text: str | bytes, path: str = "<input>") -> SourceFile:

@@ -41,7 +41,7 @@ def specialize(sf: SourceFile, kernel: Kernel,
     """Bind template parameters (ints; a str binds a type parameter, e.g. "float") and
     re-evaluate. Parameters not given take their defaults; otherwise they stay unknown."""
     parsed = parsed_for(sf)
-    kn = next((k for k in parsed.kernels if k.kernel == kernel), None)
+    kn, kernel_shared = parsed.node_of(kernel) or (None, [])
     if kn is None:
         return Specialized(kernel, (), kernel.launch_bounds, kernel.maxnreg, kernel.cluster_dims,
                            tuple(s for s in sf.shared if s.kernel == kernel.qualname))
@@ -72,9 +72,7 @@ def specialize(sf: SourceFile, kernel: Kernel,
         cluster = tuple(env.text_value(a, None, bind) for a in split_args(kn.blanked["cluster_dims"]))
     shared = []
     scope = kn.node.start_byte
-    for sn in parsed.shared:
-        if sn.kernel_node is not kn:
-            continue
+    for sn in kernel_shared:
         dims, elem, size = evaluate(ctx, sn.type_text, sn.size_nodes, bind, scope)
         if sn.decl.extern:
             size = None

@@ -1,6 +1,7 @@
 """The toolchain: nvcc discovery, device-only compiles, ptxas parsing, cubin reading, cache.
 
-Public API: find_nvcc, collect_usage, archs_for, match_usage, load_sidecars, usage_by_arch.
+Public API: find_nvcc, collect_usage, archs_for, load_sidecars, usage_by_arch.
+(Which source kernel a Usage belongs to is occlint.link's question.)
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ TYPE_CHECKING = False    # typing's import alone costs ~9 ms, paid by every `occ
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from occlint.model import Kernel, Usage
+    from occlint.model import Usage
 
 # name -> module: imported on first use, so `occlint nvcc` (run once per compile) stays light
 _LAZY = {
@@ -34,19 +35,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "CompileError", "Nvcc", "UsageReport", "archs_for", "collect_usage", "find_nvcc",
-    "load_sidecars", "match_usage", "print_notice", "usage_by_arch",
+    "load_sidecars", "print_notice", "usage_by_arch",
 ]
-
-
-def match_usage(kernel: Kernel, usages: Iterable[Usage]) -> list[Usage]:
-    """The Usage entries of this source kernel: same qualified name (namespaces; anonymous
-    namespaces ignored), every template instantiation, every arch."""
-    from occlint.toolchain.demangle import normalize_qualname
-
-    if kernel.extern_c:
-        return [u for u in usages if u.kernel == kernel.name]
-    want = normalize_qualname(kernel.qualname)
-    return [u for u in usages if normalize_qualname(u.kernel) == want]
 
 
 def usage_by_arch(usages: Iterable[Usage]) -> dict[str, dict]:

@@ -198,14 +198,20 @@ def _error_from_json(d: dict, unit: str) -> CompileError:
 
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
-                  nvcc: Nvcc | None = None) -> UsageReport:
+                  nvcc: Nvcc | None = None, extra_entries: Sequence[dict] | None = None) -> UsageReport:
     """ptxas's figures for every kernel in the .cu files of `paths`, each unit compiled with its
     own command (`flags.unit_command`) for its own archs. A header given without any unit that
-    includes it is measured through its includers (`includers.for_headers`)."""
+    includes it is measured through its includers (`includers.for_headers`).
+    `extra_entries`: compile-database entries of torch extension units (default: the root's
+    setup.py); the compilation database's own entry for a file wins."""
     from occlint.toolchain import database, includers, libraries
 
     database.forget_folders()
     includers.forget()
+    if extra_entries is None:
+        from occlint.python.extensions import project_entries
+        extra_entries = project_entries(config.root)
+    extra = database.Database("setup.py", list(extra_entries)) if extra_entries else None
     files = expand_paths(paths)
     units = [f for f in files if is_unit(f)]
     lone_headers = [f for f in files if not is_unit(f)]
@@ -219,7 +225,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     if not units:
         report.archs = archs_for(config)
         return report
-    first_db = next((db for db in (database.database_for(u, config) for u in units) if db), None)
+    first_db = next((db for db in (database.database_for(u, config) for u in units) if db), extra)
     nvcc = nvcc or find_nvcc(config, first_db.raw if first_db else None)
     if nvcc is None:
         report.notice = NO_NVCC_NOTICE.format(checks=SKIPPED_CHECKS)
@@ -227,7 +233,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         return report
     report.nvcc = nvcc
     libs = libraries.wheel_include_dirs()
-    plans = {unit: unit_command(unit, config, libs) for unit in units}
+    plans = {unit: unit_command(unit, config, libs, extra) for unit in units}
     check_host_compiler(nvcc, plans.values())
     _check_archs(plans, config, nvcc, report)
     report.archs = tuple(dict.fromkeys(a for p in plans.values() for a in p.archs))

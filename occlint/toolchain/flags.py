@@ -11,7 +11,7 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.model import Usage
-from occlint.toolchain.database import Entry, entry_arguments
+from occlint.toolchain.database import Database, Entry, entry_arguments
 from occlint.toolchain.libraries import include_flags
 
 # options dropped with their value (separate argument or `=value`)
@@ -134,13 +134,17 @@ class UnitCommand:
     library_dirs: tuple[str, ...] = ()
 
 
-def unit_command(path: str, config: Config, library_dirs: Sequence[str] = ()) -> UnitCommand:
+def unit_command(path: str, config: Config, library_dirs: Sequence[str] = (),
+                 extra: Database | None = None) -> UnitCommand:
     """Flags, working directory and archs for compiling `path`: from its compilation database
-    entry (found per file, `database.entry_for`), else from the config; the library include
-    folders from Python wheels come last."""
+    entry (found per file, `database.entry_for`; `extra`, e.g. a setup.py's extension units, is
+    asked when the database has no entry of the file's own), else from the config; the library
+    include folders from Python wheels come last."""
     from occlint.toolchain.database import entry_for
 
     entry = entry_for(path, config)
+    if extra is not None and (entry is None or entry.borrowed_from):
+        entry = extra.entries.get(os.path.realpath(path)) or entry
     libs = include_flags(list(library_dirs))
     if entry is None:
         return UnitCommand(tuple(config_flags(config) + libs), os.getcwd(), archs_for(config),

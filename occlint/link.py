@@ -1,0 +1,211 @@
+"""Which kernel is this: the one module that links launches, kernels, template instantiations,
+nvcc's usages, `cudaFuncSet*` calls, shared declarations and lockfile entries.
+
+Every link is a dict lookup on an index built once (per file: `links(sf)`; per run: `Usages`,
+`Launches`), so a file with N kernels costs O(N), not O(N^2). Names are compared in one form:
+
+    callee_name("&ns::k<256>")    -> "ns::k"     what a launch or attribute call names
+    kernel_key("(anonymous namespace)::k") -> "k"  what nvcc's demangled name and a source
+                                                   kernel's qualified name are compared by
+    template_args(["256u", " float "]) -> ("256", "float")   the one template-argument form
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from occlint.model import AttributeCall, Kernel, Launch, SharedDecl, SourceFile, Usage
+
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+_CAST = re.compile(r"^\(\s*(const\s+)?void\s*\*\s*\)")
+_ATTR_CAST = re.compile(r"\(\s*(const\s+)?void\s*\*\s*\)|reinterpret_cast<[^>]*>|[&()\s]")
+_INT = re.compile(r"^(-?\d+)[uUlL]*$")
+
+
+# --- the one form of each name ---------------------------------------------------------------------
+
+
+def callee_name(text: str) -> str:
+    """`&ns::k<256>` / `(void*)k` / `::k` -> `ns::k` / `k` / `k`."""
+    s = "".join(text.split())
+    s = _CAST.sub("", s).lstrip("&").strip("()").lstrip("&")
+    for _ in range(8):
+        t = _TEMPLATE_ARGS.sub("", s)
+        if t == s:
+            break
+        s = t
+    return s.lstrip(":")
+
+
+def template_arg(text) -> str:
+    """One template argument for comparison: no whitespace, no integer suffix (`256u` -> `256`)."""
+    return _INT.sub(r"\1", re.sub(r"\s+", "", str(text)))
+
+
+def template_args(args: Iterable) -> tuple[str, ...]:
+    return tuple(template_arg(a) for a in args)
+
+
+def kernel_key(qualname: str) -> str:
+    """A kernel's name as nvcc and the source both know it (no anonymous namespaces, no leading
+    `::`, no scope template arguments)."""
+    from occlint.toolchain.demangle import normalize_qualname
+    return normalize_qualname(qualname)
+
+
+def _last(name: str) -> str:
+    return name.rsplit("::", 1)[-1]
+
+
+# --- one file: kernels, attribute calls, shared declarations ----------------------------------------
+
+
+class Kernels:
+    """Kernels by qualified name and by every `::` suffix of it, for `find`."""
+
+    def __init__(self, kernels: Iterable[Kernel]):
+        self.exact: dict[str, list[Kernel]] = {}
+        self.suffix: dict[str, list[Kernel]] = {}
+        for k in kernels:
+            self.exact.setdefault(k.qualname, []).append(k)
+            parts = k.qualname.split("::")
+            for i in range(1, len(parts)):
+                self.suffix.setdefault("::".join(parts[i:]), []).append(k)
+
+    def find(self, callee: str) -> Kernel | None:
+        """The kernel a callee names: an exact qualified match, else the one kernel whose qualified
+        name ends with it (`k` -> `ns::k`); None when absent or ambiguous. A definition is
+        preferred to a prototype of the same name."""
+        name = callee_name(callee)
+        if not name:
+            return None
+        found = self.exact.get(name) or self.suffix.get(name)
+        if not found or len({k.qualname for k in found}) > 1:
+            return None
+        return next((k for k in found if k.is_definition), found[0])
+
+
+class FileLinks:
+    """One file's indexes: its kernels, its attribute calls and shared declarations by kernel."""
+
+    def __init__(self, sf: SourceFile):
+        self.kernels = Kernels(sf.kernels)
+        self.shared: dict[str, list[SharedDecl]] = {}
+        for d in sf.shared:
+            self.shared.setdefault(d.kernel, []).append(d)
+        # attribute calls by the last name part they may mean: as written, and as resolved
+        self.attributes: dict[str, list[tuple[AttributeCall, str, Kernel | None]]] = {}
+        for a in sf.attributes:
+            written = _last(_ATTR_CAST.sub("", a.kernel).split("<")[0])
+            resolved = self.kernels.find(a.kernel)
+            for name in dict.fromkeys((written, resolved.name if resolved else written)):
+                self.attributes.setdefault(name, []).append((a, written, resolved))
+
+
+def links(sf: SourceFile) -> FileLinks:
+    """The indexes of `sf`, built once and kept with its parse."""
+    parsed = sf.parsed
+    if parsed is None:                       # a SourceFile built by hand: no parse to keep them on
+        return FileLinks(sf)
+    got = getattr(parsed, "links", None)
+    if got is None:
+        got = parsed.links = FileLinks(sf)
+    return got
+
+
+def find_kernel(sf_or_kernels: SourceFile | Iterable[Kernel],
+                launch_or_name: Launch | AttributeCall | str) -> Kernel | None:
+    """The kernel of `sf` (or of a list of kernels) that a launch, attribute call or name calls."""
+    index = links(sf_or_kernels).kernels if isinstance(sf_or_kernels, SourceFile) else Kernels(sf_or_kernels)
+    if isinstance(launch_or_name, Launch):
+        return index.find(launch_or_name.callee)
+    if isinstance(launch_or_name, AttributeCall):
+        return index.find(launch_or_name.kernel)
+    return index.find(launch_or_name)
+
+
+def attributes_of(sf: SourceFile, kernel: Kernel) -> list[AttributeCall]:
+    """`cudaFuncSet*` calls in `sf` that name `kernel` (as written, or resolved to it)."""
+    out: dict[int, AttributeCall] = {}
+    for a, written, resolved in links(sf).attributes.get(kernel.name, ()):
+        if written == kernel.name or resolved == kernel:
+            out.setdefault(id(a), a)
+    return sorted(out.values(), key=lambda a: a.span.start)
+
+
+def shared_of(sf: SourceFile, kernel: Kernel) -> list[SharedDecl]:
+    """The `__shared__` declarations in `kernel`'s body (in `sf`, the file that defines it)."""
+    return list(links(sf).shared.get(kernel.qualname, ()))
+
+
+# --- nvcc's usages --------------------------------------------------------------------------------
+
+
+class Usages:
+    """nvcc's Usage entries by kernel key (and by plain name, for `extern "C"` kernels)."""
+
+    def __init__(self, usages: Iterable[Usage]):
+        self.by_key: dict[str, list[Usage]] = {}
+        self.by_name: dict[str, list[Usage]] = {}
+        for u in usages:
+            self.by_key.setdefault(kernel_key(u.kernel), []).append(u)
+            self.by_name.setdefault(u.kernel, []).append(u)
+
+    def of(self, kernel: Kernel) -> list[Usage]:
+        """Every instantiation, on every arch, of this source kernel."""
+        if kernel.extern_c:
+            return list(self.by_name.get(kernel.name, ()))
+        return list(self.by_key.get(kernel_key(kernel.qualname), ()))
+
+
+def match_usage(kernel: Kernel, usages: Iterable[Usage] | Usages) -> list[Usage]:
+    """The Usage entries of this source kernel: same qualified name (namespaces; anonymous
+    namespaces ignored), every template instantiation, every arch."""
+    return (usages if isinstance(usages, Usages) else Usages(usages)).of(kernel)
+
+
+def instantiation(usages: Sequence[Usage], kernel: Kernel, launch: Launch | None) -> Usage | None:
+    """Which of a kernel's usages on one arch a launch runs (None: not known). A launch of a
+    template names its arguments (written or evaluated); anything else needs a single usage."""
+    if not usages:
+        return None
+    if launch is None or not kernel.template_params:
+        return usages[0] if len(usages) == 1 else None
+    wanted = [template_args(launch.template_args), template_args(launch.template_values)]
+    for u in usages:
+        got = template_args(u.template_args)
+        if got and got in wanted:
+            return u
+    return usages[0] if len(usages) == 1 and not launch.template_args else None
+
+
+# --- launches of a usage (the lockfile) -----------------------------------------------------------
+
+
+class Launches:
+    """Launches by the last part of their callee's name, for `of_usage`."""
+
+    def __init__(self, launches: Iterable[Launch]):
+        self.by_name: dict[str, list[Launch]] = {}
+        for launch in launches:
+            self.by_name.setdefault(_last(launch.callee), []).append(launch)
+
+    def of_usage(self, usage: Usage) -> list[Launch]:
+        """Launches that call this kernel instantiation (by name; template arguments when written)."""
+        kernel = usage.kernel.lstrip(":")
+        out = []
+        for launch in self.by_name.get(_last(kernel), ()):
+            name = launch.callee.lstrip(":")
+            if not (kernel == name or kernel.endswith("::" + name) or name.endswith("::" + kernel)):
+                continue
+            if launch.template_args and usage.template_args \
+                    and template_args(launch.template_args) != template_args(usage.template_args):
+                continue
+            out.append(launch)
+        return out
+
+
+def lock_key(kernel: str, args: Iterable, arch: str) -> tuple[str, tuple[str, ...], str]:
+    """A lockfile entry's identity: kernel as nvcc names it, template arguments, arch."""
+    return kernel, template_args(args), arch

@@ -1,0 +1,150 @@
+"""PyTorch extensions: the `.cu` units a `setup.py` (`CUDAExtension(...)`) or a Python file
+(`torch.utils.cpp_extension.load(...)`) builds, with that unit's flags, as compile-database
+entries the toolchain reads like any other (a real compile_commands.json entry wins).
+
+The flags are what torch passes to nvcc: its common flags (`-D__CUDA_NO_HALF_OPERATORS__`, ...,
+`--expt-relaxed-constexpr`), `-DTORCH_EXTENSION_NAME=...`, `include_dirs`, `define_macros`,
+`extra_compile_args["nvcc"]` (`extra_cuda_cflags` for `load`), and, when torch is importable,
+`torch.utils.cpp_extension.include_paths(...)`, so extension units compile with no configuration.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from occlint.python.strings import PyStr
+
+TORCH_NVCC_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+                    "--expt-relaxed-constexpr", "-DTORCH_API_INCLUDE_EXTENSION_H")
+_CALLS = {"CUDAExtension": ("sources", 1), "load": ("sources", 1)}
+
+
+def _strs(value) -> list[str] | None:
+    if isinstance(value, PyStr):
+        return None if value.unknown else [value.text]
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            got = _strs(v)
+            if got is None:
+                return None
+            out.extend(got)
+        return out
+    return None
+
+
+def _flag_list(value) -> list[str]:
+    got = _strs(value)
+    return got or []
+
+
+def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
+    """Compile-database entries for the `.cu` sources of every CUDAExtension/load call in one
+    Python file (paths relative to its folder). An unreadable or unparsable file gives none."""
+    from occlint.python.compile import torch_includes
+    from occlint.python.extract import PyModel, _Extractor, _last, _name_of, _Scopes
+
+    folder = os.path.dirname(os.path.abspath(setup_path))
+    if text is None:
+        try:
+            with open(setup_path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            return []
+    if "CUDAExtension" not in text and "cpp_extension" not in text:
+        return []
+    try:
+        tree = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return []
+    wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+    ex = _Extractor(wrapper, PyModel(setup_path, text))
+    ex.glob_root = folder
+    wrapper.visit(_Scopes(ex))
+    entries: list[dict] = []
+    torch_inc: list[str] | None = None
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal torch_inc
+            api = _last(_name_of(node.func))
+            if api not in _CALLS:
+                return
+            if api == "load" and "cpp_extension" not in text:
+                return
+            args = [a for a in node.args if a.keyword is None and not a.star]
+            kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            src_node = kwargs.get("sources") or (args[1].value if len(args) > 1 else None)
+            name_node = kwargs.get("name") or (args[0].value if args else None)
+            sources = _strs(ex.value(src_node)) if src_node is not None else None
+            if not sources:
+                return
+            name = _strs(ex.value(name_node)) if name_node is not None else None
+            flags = list(TORCH_NVCC_FLAGS)
+            if name:
+                flags.append(f"-DTORCH_EXTENSION_NAME={name[0].rsplit('.', 1)[-1]}")
+            if api == "CUDAExtension":
+                extra = ex.value(kwargs["extra_compile_args"]) if "extra_compile_args" in kwargs else None
+                if isinstance(extra, dict):
+                    flags += _flag_list(extra.get("nvcc"))
+                elif isinstance(extra, (list, tuple)):
+                    flags += _flag_list(extra)
+                includes = _flag_list(ex.value(kwargs["include_dirs"])) if "include_dirs" in kwargs else []
+                macros = ex.value(kwargs["define_macros"]) if "define_macros" in kwargs else []
+                for m in macros if isinstance(macros, (list, tuple)) else []:
+                    if isinstance(m, (list, tuple)) and m and isinstance(m[0], PyStr):
+                        value = m[1] if len(m) > 1 else None
+                        flags.append(f"-D{m[0].text}" + (f"={value.text}" if isinstance(value, PyStr) else ""))
+            else:
+                flags += _flag_list(ex.value(kwargs["extra_cuda_cflags"])) if "extra_cuda_cflags" in kwargs else []
+                includes = _flag_list(ex.value(kwargs["extra_include_paths"])) if "extra_include_paths" in kwargs else []
+            if torch_inc is None:
+                torch_inc = torch_includes()
+            flags += [f"-I{os.path.join(folder, d)}" for d in includes]
+            flags += [f"-I{d}" for d in torch_inc]
+            for src in sources:
+                if not src.endswith(".cu"):
+                    continue
+                path = os.path.normpath(os.path.join(folder, src))
+                entries.append({"directory": folder, "file": path,
+                                "arguments": ["nvcc", "-c", path, "-o", path + ".o", *flags]})
+
+    wrapper.module.visit(Calls())
+    return entries
+
+
+def project_entries(root: str) -> list[dict]:
+    """Entries from `setup.py` in the project root (the file pip builds extensions from)."""
+    setup = os.path.join(root, "setup.py")
+    return extension_entries(setup) if os.path.isfile(setup) else []
+
+
+def expand_glob(pattern: str, root: str) -> list[str]:
+    """`glob.glob(pattern)` as the build would see it from `root`, relative to `root`."""
+    full = pattern if os.path.isabs(pattern) else os.path.join(root, pattern)
+    return sorted(os.path.relpath(p, root) for p in glob.glob(full, recursive=True))
+
+
+def run_entries(root: str, python_files) -> list[dict]:
+    """Entries from the root's setup.py and from every `CUDAExtension`/`load(...)` in the run's
+    Python files (those that name cpp_extension)."""
+    out = project_entries(root)
+    seen = {os.path.realpath(os.path.join(root, "setup.py"))}
+    for path in python_files:
+        key = os.path.realpath(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if b"cpp_extension" in data or b"CUDAExtension" in data:
+            out.extend(extension_entries(path, data.decode("utf-8", "replace")))
+    return out

@@ -1,0 +1,51 @@
+"""occlint.link: one answer to "which kernel is this", with one template-argument form."""
+
+from __future__ import annotations
+
+from occlint import link, lock
+from occlint.model import Usage
+from occlint.source import parse
+
+SRC = """\
+namespace ns {
+template <int B> __global__ void __launch_bounds__(B) k(float* x) { x[threadIdx.x] = 0; }
+}
+__global__ void plain(float* x) { x[0] = 1; }
+void run(float* x) {
+    cudaFuncSetAttribute((void*)ns::k<256u>, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024);
+    cudaFuncSetAttribute(reinterpret_cast<const void*>(&plain), cudaFuncAttributePreferredSharedMemoryCarveout, 50);
+    ns::k<256u><<<1, 256>>>(x);
+    ns::k< 128 ><<<1, 128>>>(x);
+    plain<<<1, 1>>>(x);
+}
+"""
+
+
+def _u(kernel: str, args=(), arch="sm_90", regs=32) -> Usage:
+    return Usage(kernel=kernel, arch=arch, registers=regs, template_args=tuple(args))
+
+
+def test_launches_attributes_and_usages_link_to_one_kernel():
+    sf = parse(SRC, "a.cu")
+    k = link.find_kernel(sf, "ns::k")
+    plain = link.find_kernel(sf, "plain")
+    assert [link.find_kernel(sf, la) for la in sf.launches] == [k, k, plain]
+    assert [a.attribute for a in link.attributes_of(sf, k)] == ["MaxDynamicSharedMemorySize"]
+    assert [a.attribute for a in link.attributes_of(sf, plain)] == ["PreferredSharedMemoryCarveout"]
+    usages = [_u("ns::k", ["256"]), _u("ns::k", ["128"]), _u("(anonymous namespace)::plain"), _u("other")]
+    index = link.Usages(usages)
+    assert index.of(k) == usages[:2] and index.of(plain) == [usages[2]]
+    # the launch writes `256u` and `< 128 >`; nvcc says 256 and 128: one normaliser for all
+    assert [link.instantiation(index.of(k), k, la) for la in sf.launches[:2]] == usages[:2]
+    launches = link.Launches(sf.launches)
+    assert launches.of_usage(usages[0]) == [sf.launches[0]]
+    assert launches.of_usage(usages[1]) == [sf.launches[1]]
+
+
+def test_lockfile_keys_use_the_same_normaliser():
+    sf = parse(SRC, "a.cu")
+    doc = lock.build([_u("ns::k", ["256"])], sf.launches)
+    entry = doc["kernels"][0]
+    assert [x["block"] for x in entry["launches"]] == [256]
+    assert lock.entry_key(entry) == lock.usage_key(_u("ns::k", ["256u"])) == ("ns::k", ("256",), "sm_90")
+    assert link.template_args([" 256u ", "float", "-1L"]) == ("256", "float", "-1")
