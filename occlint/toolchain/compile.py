@@ -211,7 +211,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     if extra_entries is None:
         from occlint.python.extensions import project_entries
         extra_entries = project_entries(config.root)
-    extra = database.Database("setup.py", list(extra_entries)) if extra_entries else None
+    extensions = database.Database("setup.py", list(extra_entries)) if extra_entries else None
     files = expand_paths(paths)
     units = [f for f in files if is_unit(f)]
     lone_headers = [f for f in files if not is_unit(f)]
@@ -225,7 +225,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     if not units:
         report.archs = archs_for(config)
         return report
-    first_db = next((db for db in (database.database_for(u, config) for u in units) if db), extra)
+    first_db = next((db for db in (database.database_for(u, config) for u in units) if db), extensions)
     nvcc = nvcc or find_nvcc(config, first_db.raw if first_db else None)
     if nvcc is None:
         report.notice = NO_NVCC_NOTICE.format(checks=SKIPPED_CHECKS)
@@ -233,7 +233,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         return report
     report.nvcc = nvcc
     libs = libraries.wheel_include_dirs()
-    plans = {unit: unit_command(unit, config, libs, extra) for unit in units}
+    plans = {unit: unit_command(unit, config, libs, extensions) for unit in units}
     check_host_compiler(nvcc, plans.values())
     _check_archs(plans, config, nvcc, report)
     report.archs = tuple(dict.fromkeys(a for p in plans.values() for a in p.archs))
