@@ -297,6 +297,21 @@ def test_a_missing_ccbin_in_the_build_is_a_broken_tool_not_a_finding(repo):
     assert "OCC900" not in r.stdout
 
 
+def test_an_unsupported_host_compiler_is_a_broken_tool():
+    from occlint.errors import OcclintError
+    from occlint.model import CompileError
+    from occlint.toolchain.compile import _raise_if_tool_broken
+    from occlint.toolchain.discover import Nvcc
+
+    nvcc = Nvcc("/cuda/bin/nvcc", "13.0.88", host_compiler="/usr/bin/g++-15")
+    text = "#error -- unsupported GNU version! gcc versions later than 14 are not supported!"
+    with pytest.raises(OcclintError, match="unsupported GNU version"):
+        _raise_if_tool_broken([CompileError("/cuda/include/crt/host_config.h", 143, None, text,
+                                            "sm_90", "error", None, "k.cu")], nvcc)
+    _raise_if_tool_broken([CompileError("k.cu", 3, None, 'identifier "x" is undefined', "sm_90",
+                                        "error", None, "k.cu")], nvcc)     # the user's error
+
+
 def test_doctor_file_prints_the_exact_command_and_the_entry(repo, nvcc_path):
     r = run_cli("doctor", "src/main.cu", "src/kern.cuh", cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr

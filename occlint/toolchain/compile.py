@@ -351,12 +351,12 @@ _BROKEN_TOOL = re.compile(
     r"Failed to preprocess host compiler properties|cannot find compiler|"
     r"failed to find (?:the )?host compiler|Could not set up the environment|"
     r"No such file or directory.*(?:cicc|ptxas|cudafe|fatbinary)|"
-    r"unsupported GNU version|'cl\.exe' not found")
+    r"unsupported (?:GNU|clang) version|'cl\.exe' not found")
 
 
 def _raise_if_tool_broken(errors: list[CompileError], nvcc: Nvcc) -> None:
     for err in errors:
-        if err.kind == "nvcc" and _BROKEN_TOOL.search(err.message):
+        if (err.kind == "nvcc" or "unsupported" in err.message) and _BROKEN_TOOL.search(err.message):
             raise OcclintError(
                 f"nvcc {nvcc.version} ({nvcc.path}) cannot compile anything: {err.message}"
                 f"{host_compiler_hint(nvcc)}")
