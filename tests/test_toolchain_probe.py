@@ -43,7 +43,7 @@ def test_second_process_spawns_no_probe(tmp_path, nvcc_path, spawned):
     first = _find(tmp_path, nvcc_path)
     kinds = {c[1] for c in spawned}
     assert {"--version", "-dryrun", "--list-gpu-arch", "-dumpfullversion"} <= kinds
-    assert (tmp_path / ".occlint_cache" / "probes.json").is_file()
+    assert (tmp_path / ".occlint_cache" / "probes.db").is_file()
     assert (tmp_path / ".occlint_cache" / "CACHEDIR.TAG").is_file()
     _forget()                          # a new process: only the cache folder is left
     spawned.clear()
@@ -70,7 +70,7 @@ def test_no_cache_writes_nothing_and_garbage_is_a_miss(tmp_path, nvcc_path, spaw
     _find(tmp_path, nvcc_path, no_cache=True)
     assert not (tmp_path / ".occlint_cache").exists()
     (tmp_path / ".occlint_cache").mkdir()
-    (tmp_path / ".occlint_cache" / "probes.json").write_text("{not json")
+    (tmp_path / ".occlint_cache" / "probes.db").write_text("{not json")
     _forget()
     found = _find(tmp_path, nvcc_path)
     assert found[0].version and found[1]

@@ -1,6 +1,6 @@
 """Remembered tool probes: `nvcc --version`, `nvcc -dryrun`, `nvcc --list-gpu-arch`,
 `g++ -dumpfullversion`. Each takes 50-100 ms and their answers only change when the binary does,
-so a warm run reads them from `probes.json` in the cache folder instead of spawning them.
+so a warm run reads them from `probes.db` (JSON) in the cache folder instead of spawning them.
 
 An answer is valid while every file it depends on (the probed binary, and for a wrapper script
 the real nvcc behind it) keeps its path, size, mtime and inode. Without a cache folder (or with
@@ -18,7 +18,7 @@ from pathlib import Path
 
 FORMAT = 1
 _memo: dict[str, str] = {}                 # this process: key -> output
-_stores: dict[str, dict] = {}              # cache folder -> its loaded probes.json
+_stores: dict[str, dict] = {}              # cache folder -> its loaded probes.db
 _dirty: set[str] = set()
 
 
@@ -42,7 +42,7 @@ def _run(cmd: list[str], timeout: float) -> str:
 def _load(root: str) -> dict:
     if root not in _stores:
         try:
-            data = json.loads((Path(root) / "probes.json").read_text(encoding="utf-8"))
+            data = json.loads((Path(root) / "probes.db").read_text(encoding="utf-8"))
             ok = isinstance(data, dict) and data.get("format") == FORMAT
             _stores[root] = data["probes"] if ok and isinstance(data.get("probes"), dict) else {}
         except (OSError, ValueError, KeyError):
@@ -89,7 +89,7 @@ def save(root: str) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"format": FORMAT, "probes": _stores[root]}, fh)
-            os.replace(tmp, Path(root) / "probes.json")
+            os.replace(tmp, Path(root) / "probes.db")
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
