@@ -159,3 +159,27 @@ def test_fix_keeps_crlf_line_endings(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     data = (tmp_path / "a.cu").read_bytes()
     assert b"saxpy<<<g, 128>>>" in data and data.count(b"\r\n") == data.count(b"\n") == 7
+
+
+def test_fix_reports_the_fixed_files(tmp_path):
+    """After --fix the findings come from the written text: lines moved by an inserted
+    statement, and findings the fix exposed (the opt-in reveals the shared-memory limit)."""
+    root = project(tmp_path, {"a.cu": (
+        "__global__ void big(float* x) {\n"
+        "    extern __shared__ float s[];\n"
+        "    s[threadIdx.x] = x[threadIdx.x];\n"
+        "    x[threadIdx.x] = s[threadIdx.x ^ 1];\n"
+        "}\n"
+        "void run(float* x) {\n"
+        "    big<<<1000, 256, 200000>>>(x);\n"
+        "    big<<<8, 256>>>(x);\n"
+        "}\n")})
+    _, before = check_json(root)
+    assert [(f["code"], f["location"]["row"]) for f in before] == [("OCC022", 7), ("OCC033", 8)]
+    r = run_cli("check", root, "--fix", "--output-format", "json", "--no-cache")
+    after = json.loads(r.stdout)
+    assert "cudaFuncSetAttribute(big, cudaFuncAttributeMaxDynamicSharedMemorySize, 200000);" \
+        in (tmp_path / "a.cu").read_text().splitlines()[6]
+    assert [(f["code"], f["location"]["row"]) for f in after] == [("OCC002", 8), ("OCC033", 9)]
+    r = run_cli("check", root, "--fix", "--no-cache")
+    assert "Found 2 findings" in r.stdout and "a.cu:9:" in r.stdout
