@@ -81,3 +81,31 @@ def test_a_single_cause_has_one_instance():
     (cliff,) = [f for f in findings if f.code == "OCC010"]
     assert "instantiations" not in cliff.message and len(cliff.instances) == 1
     assert cliff.instances[0]["kernel"] == "fixup<float, 1>"
+
+
+def _fixture_findings(name, usage=()):
+    from conftest import FIXTURES
+    text = (FIXTURES / name).read_text()
+    return text, lint_source(text, name, list(usage), Config(arch=("sm_90",)))
+
+
+def test_occ032_fix_scales_a_grid_written_from_the_block_size_or_says_it_cannot():
+    text, findings = _fixture_findings("OCC032_launch_exceeds_bounds.cu")
+    titles = {text.splitlines()[f.span.line - 1].split("<<<")[1].split(">>>")[0]: f.fix.message
+              for f in findings if f.code == "OCC032" and f.fix}
+    assert titles["n / 1024, 1024"] == ("Launch with 256 threads/block and a grid of `n / 256` "
+                                        "(was `n / 1024`) to cover the same threads")
+    assert "`(n + 255) / 256`" in titles["(n + 1023) / 1024, 1024"]
+    assert "`DIV_UP(n, 256)`" in titles["DIV_UP(n, 1024), 1024"]
+    assert "`800`" in titles["200, 1024"]
+    assert titles["blocks, 512"] == ("Launch with 256 threads/block; the grid `blocks` is not scaled "
+                                     "automatically: make it cover 512/256 times as many blocks")
+    assert all(f.fix.applicability == "unsafe" for f in findings if f.code == "OCC032" and f.fix)
+
+
+def test_occ031_round_up_is_unsafe():
+    text = ("__global__ void tile(float* x) {\n    __shared__ float t[100];\n"
+            "    t[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];\n}\n"
+            "void run(float* x) { tile<<<500, 100>>>(x); }\n")
+    (f,) = [f for f in lint_source(text, "t.cu", [], Config()) if f.code == "OCC031"]
+    assert f.fix is not None and f.fix.applicability == "unsafe"

@@ -212,7 +212,7 @@ def _summary(findings, fixed: int, unsafe: bool) -> str:
     hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
     if safe:
         lines.append(f"[*] {safe} fixable with the `--fix` option"
-                     + (f" ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option)." if hidden and not unsafe else "."))
+                     + (f" ({hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the `--unsafe-fixes` option)." if hidden and not unsafe else "."))
     elif hidden:
-        lines.append(f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option).")
+        lines.append(f"No fixes available ({hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the `--unsafe-fixes` option).")
     return "\n".join(lines) + "\n"
