@@ -430,7 +430,9 @@ def block_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
             lb = kf.kernel.launch_bounds
             if len(launch.arg_spans) > 1 and is_literal(facts.text[arg.start:arg.end]) \
                     and (lb is None or lb.max_threads is None or up <= lb.max_threads):
-                fix = FixSpec((Edit(str(up), arg),), "safe", values)
+                # unsafe: threads past the old count run the kernel body (they may write past a
+                # `__shared__ float tile[100]`) and every block's data range shifts
+                fix = FixSpec((Edit(str(up), arg),), "unsafe", values)
             yield Hit("OCC031", arg, values, "message", None, kf.kernel.qualname, fix, ())
 
 
@@ -446,7 +448,7 @@ def launch_exceeds_bounds(facts: Facts) -> Iterator[Hit]:
         arg = launch_arg(launch, 1)
         fix = None
         if len(launch.arg_spans) > 1 and is_literal(facts.text[arg.start:arg.end]):
-            fix = FixSpec((Edit(str(site.bounds.max_threads), arg),), "unsafe", values)
+            fix = _bounds_launch_fix(facts, launch, site.block, site.bounds.max_threads, values)
         yield Hit("OCC032", arg, values, "message", None, site.facts.kernel.qualname, fix, ())
     # launches whose block size is known but whose smem is not still exceed their bounds
     for kf in facts.kernels:
@@ -461,6 +463,38 @@ def launch_exceeds_bounds(facts: Facts) -> Iterator[Hit]:
                           "bound": bound.max_threads}
                 yield Hit("OCC032", launch_arg(launch, 1), values, "message", None,
                           kf.kernel.qualname, None, ())
+
+
+def _bounds_launch_fix(facts: Facts, launch: Launch, block: int, bound: int, values: dict) -> FixSpec:
+    """Block `block` -> `bound`, and the grid scaled to cover the same threads where it is
+    written so that this is plain: a literal (`8` -> `16`) or a division by the block size
+    (`n / 1024`, `(n + 1023) / 1024`, `DIV_UP(n, 1024)` -> 256). Otherwise the title says so."""
+    edits = [Edit(str(bound), launch.arg_spans[1])]
+    grid_span = launch.arg_spans[0]
+    grid = facts.text[grid_span.start:grid_span.end]
+    scaled = _scaled_grid(grid, block, bound)
+    if scaled is not None:
+        edits.insert(0, Edit(scaled, grid_span))
+        return FixSpec(tuple(edits), "unsafe", {**values, "grid": grid, "scaled": scaled}, "scaled")
+    return FixSpec(tuple(edits), "unsafe", {**values, "grid": grid.strip()}, "unscaled")
+
+
+def _scaled_grid(grid: str, block: int, bound: int) -> str | None:
+    if is_literal(grid):
+        count = int(re.sub(r"[uU]", "", grid))
+        return str(count * block // bound) if count * block % bound == 0 else None
+    number = rf"(?<![\w.]){block}[uU]?(?![\w.])"
+    divisor = re.compile(rf"(/\s*){number}|(\b\w*(?:div|DIV|Div|ceil|CEIL|Ceil|up|UP|Up)\w*\s*\(.*,\s*){number}(\s*\))")
+    if not divisor.search(grid):
+        return None
+
+    def swap(m: re.Match) -> str:
+        if m.group(1) is not None:
+            return f"{m.group(1)}{bound}"
+        return f"{m.group(2)}{bound}{m.group(3)}"
+    out = divisor.sub(swap, grid)
+    # the round-up term of `(n + 1023) / 1024`
+    return re.sub(rf"(\+\s*){block - 1}(?![\w.])", lambda m: f"{m.group(1)}{bound - 1}", out)
 
 
 @check("OCC033")

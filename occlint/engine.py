@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from occlint import checks, noqa, registry
+from occlint import aggregate, checks, noqa, registry
 from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.facts import build_facts
@@ -40,23 +40,37 @@ class LintResult:
 # --- findings --------------------------------------------------------------------------------------
 
 
-def to_finding(hit: checks.Hit, path: str) -> Finding:
+def to_finding(hit: checks.Hit, path: str, group: Sequence[checks.Hit] = ()) -> Finding:
+    """One Finding for `hit`; `group`: the hits it stands for when aggregate.merge folded several."""
     rule = registry.RULES[hit.code]
     fix = None
     if hit.fix is not None and hit.fix.edits:
         title = registry.render_fix_title(hit.code, hit.fix.variant, **hit.fix.values)
         fix = Fix(title, tuple(hit.fix.edits), hit.fix.applicability)
-    data = {k: (float(v) if isinstance(v, float) else v) for k, v in hit.values.items()}
-    return Finding(code=hit.code, name=rule.name, message=registry.render(hit.code, hit.variant, **hit.values),
+    message = aggregate.label_message(registry.render(hit.code, hit.variant, **hit.values), hit)
+    return Finding(code=hit.code, name=rule.name, message=message,
                    path=path, span=hit.span, severity=rule.severity, fix=fix, arch=hit.arch,
-                   kernel=hit.kernel, url=rule.url, data=data)
+                   kernel=hit.kernel, url=rule.url, data=_data(hit),
+                   instances=tuple(_instance(h) for h in (group or (hit,))))
+
+
+def _data(hit: checks.Hit) -> dict:
+    return {k: (float(v) if isinstance(v, float) else v if isinstance(v, (int, type(None))) else str(v))
+            for k, v in hit.values.items()}
+
+
+def _instance(hit: checks.Hit) -> dict:
+    """One cause a finding stands for: its kernel (with template arguments), arch and message."""
+    return {**_data(hit), "kernel": hit.values.get("kernel", hit.kernel), "arch": hit.arch,
+            "message": registry.render(hit.code, hit.variant, **hit.values)}
 
 
 def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
-    """Hits -> Findings, minus suppressions, sorted by (line, column, code, arch)."""
+    """Hits -> Findings, minus suppressions, one per (line, code, arch) (occlint.aggregate),
+    sorted by (line, column, code, arch)."""
     silenced = noqa.read(text)
-    findings = [to_finding(h, path) for h in hits
-                if not noqa.suppressed(h.code, (h.span.line, *h.noqa_lines), silenced)]
+    kept = [h for h in hits if not noqa.suppressed(h.code, (h.span.line, *h.noqa_lines), silenced)]
+    findings = [to_finding(hit, path, group) for hit, group in aggregate.merge(kept)]
     findings.sort(key=lambda f: (f.span.line, f.span.column, f.code, f.arch or ""))
     return findings
 

@@ -174,7 +174,7 @@ def _global_cap(config) -> int | None:
         if m:
             value = m.group(1) or (flags[i + 1] if i + 1 < len(flags) else "")
             if str(value).isdigit():
-                return int(value)
+                return int(value) or None       # -maxrregcount=0: no limit
     return None
 
 

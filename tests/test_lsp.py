@@ -7,11 +7,11 @@ import sys
 
 import pytest
 import pytest_lsp
-from conftest import SCALE_100
+from conftest import SCALE_100, STAGE_64K, STAGE_OPT_IN
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-SOURCE = SCALE_100.replace("<<<4096, 100>>>(x, 2.0f, 409600)", "<<<64, 100>>>(x, 2.0f, 6400)")
+SOURCE = SCALE_100.replace("<<<4096, 100>>>(x, 2.0f, 409600)", "<<<64, 100>>>(x, 2.0f, 6400)") + STAGE_64K
 CONFIG = '[tool.occlint]\narch = ["sm_90"]\nignore = ["OCC033"]\n'
 PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
@@ -89,21 +89,23 @@ async def test_open_change_code_actions_hover(client: LanguageClient):
     actions = await actions_for(client, uri, d)
     titles = [a.title for a in actions]
     assert "Add `// noqa: OCC031`" in titles
-    fix = next(a for a in actions if a.is_preferred)
+    fix = next(a for a in actions if a.title.startswith("Round the block size"))
+    assert fix.title.endswith("(unsafe)") and not fix.is_preferred    # it changes the work per block
     fixed = apply_edits(SOURCE, fix.edit.changes[uri])
     assert "scale<<<64, 128>>>" in fixed
     change(client, uri, 2, fixed)
     await diagnostics_where(client, uri, lambda d: "OCC031" not in codes(d))
 
-    # source.fixAll.occlint: every safe fix as one edit
+    # source.fixAll.occlint: every safe fix as one edit (the opt-in call, not the round-up)
     change(client, uri, 3, SOURCE)
-    await diagnostics_where(client, uri, lambda d: "OCC031" in codes(d))
+    await diagnostics_where(client, uri, lambda d: "OCC031" in codes(d) and "OCC022" in codes(d))
     [fix_all] = await client.text_document_code_action_async(lsp.CodeActionParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri),
         range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
         context=lsp.CodeActionContext(diagnostics=[], only=[lsp.CodeActionKind.SourceFixAll])))
     assert fix_all.kind == "source.fixAll.occlint"
-    assert apply_edits(SOURCE, fix_all.edit.changes[uri]) == fixed
+    launch = "    stage<<<1024, 256, 65536>>>(x);\n"
+    assert apply_edits(SOURCE, fix_all.edit.changes[uri]) == SOURCE.replace(launch, STAGE_OPT_IN + launch)
 
     # back to the mistake; this time silence it with the noqa action
     diags = client.diagnostics[uri]
