@@ -109,6 +109,9 @@ def lint_python_paths(paths, config, result) -> None:
         except OcclintError as exc:
             result.errors.append(str(exc))
             continue
+        except (RecursionError, MemoryError) as exc:   # a pathological file: say so, check the rest
+            result.notices.append(f"{path}: CUDA in Python not analysed ({type(exc).__name__})")
+            continue
         result.findings.extend(findings)
         result.notices.extend(notices)
         result.files.append(path)
