@@ -633,3 +633,41 @@ def sweep(arch, regs_per_thread: int | None = None, static_smem: int = 0,
                 c.a, size, regs, static_smem, dyn, max_dynamic_smem=max_dynamic_smem,
                 carveout=carveout, cache_config=cache_config, barriers=barriers)))
     return rows
+
+
+def zero_block_reasons(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
+                       dynamic_smem: int = 0, *, max_dynamic_smem: int | None = None) -> list[str]:
+    """The hardware limits a configuration exceeds, in words, when 0 blocks fit (else [])."""
+    from occlint.units import format_size
+
+    c, _pref, max_dyn = _prepare(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
+                                 max_dynamic_smem, None, "none", 0)
+    a, out = c.a, []
+    if block_size > c.max_tpb:
+        out.append(f"{block_size} threads/block is above the {c.max_tpb}-thread maximum per block")
+    warps = -(-block_size // c.ws)
+    per_warp = -(-regs_per_thread * c.ws // c.rgran) * c.rgran
+    needed = per_warp * (-(-warps // c.parts) * c.parts)
+    if regs_per_thread > c.max_regs:
+        out.append(f"{regs_per_thread} registers/thread is above the {c.max_regs} maximum")
+    elif needed > c.regs_block:
+        out.append(f"{regs_per_thread} registers/thread x {block_size} threads needs {needed} "
+                   f"registers per block (allocated per warp), above the {c.regs_block} "
+                   f"(64K) per block on {a.name}")
+    if dynamic_smem > max_dyn:
+        if max_dynamic_smem is not None and max_dynamic_smem + static_smem <= c.smem_block:
+            out.append(f"{format_size(dynamic_smem)} dynamic shared memory needs an opt-in: "
+                       f"without cudaFuncSetAttribute(..., "
+                       f"cudaFuncAttributeMaxDynamicSharedMemorySize, ...) a block gets at most "
+                       f"{format_size(c.smem_block)} ({format_size(max_dyn)} dynamic here)")
+        elif max_dynamic_smem is not None and static_smem + max_dynamic_smem <= c.optin:
+            out.append(f"{format_size(dynamic_smem)} dynamic shared memory is above the "
+                       f"{format_size(max_dyn)} the kernel opted in to "
+                       "(cudaFuncAttributeMaxDynamicSharedMemorySize)")
+        else:
+            out.append(f"{format_size(static_smem + dynamic_smem)} shared memory per block is "
+                       f"above the opt-in maximum of {format_size(c.optin)} per block on {a.name}")
+    elif static_smem + c.reserved + dynamic_smem > c.optin + (c.reserved if c.reserve_limit else 0):
+        out.append(f"{format_size(static_smem + dynamic_smem)} shared memory per block is above "
+                   f"the opt-in maximum of {format_size(c.optin)} per block on {a.name}")
+    return out

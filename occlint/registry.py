@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import string
 import sys
 from dataclasses import dataclass, field
@@ -32,6 +31,8 @@ class Rule:
     severity: str
     message: str
     fix_title: str = ""
+    fix_summary: str = ""             # the fix in words for the rule page (no placeholders)
+    fix_safety: str = ""              # safe | unsafe: what checks.py gives the rule's fixes
     rationale: str = ""
     example: str = ""
     use_instead: str = ""
@@ -131,7 +132,7 @@ def page(code: str) -> str:
     """The rule's Markdown page (also what `occlint rule CODE` prints)."""
     rule = RULES[code]
     parts = [f"# {rule.code} {rule.name}", "", rule.summary, "",
-             f"Severity: {rule.severity}" + (f". Fix: {_first_line(rule.fix_title)}." if rule.fix_title else ". No automatic fix.")]
+             f"Severity: {rule.severity}. " + fix_words(rule)]
     if rule.rationale:
         parts += ["", "## Why", "", rule.rationale.strip()]
     if rule.example:
@@ -143,9 +144,13 @@ def page(code: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _first_line(text: str) -> str:
-    text = re.sub(r"\{(\w+)[^}]*\}", r"<\1>", text.strip())
-    return text.splitlines()[0].rstrip(".") if text else ""
+def fix_words(rule: Rule) -> str:
+    """The page's sentence about the rule's fix: what it does and whether `--fix` applies it."""
+    if not rule.fix_title:
+        return "No automatic fix."
+    how = ("safe: `occlint check --fix` applies it" if rule.fix_safety == "safe" else
+           "unsafe: applied only with `--fix --unsafe-fixes`; review it")
+    return f"Fix ({how}): {rule.fix_summary.rstrip('.')}."
 
 
 def write_docs(folder: str | os.PathLike) -> list[Path]:

@@ -1,4 +1,10 @@
-"""Shared test helpers: run the real CLI, find nvcc (never skip in CI)."""
+"""Shared test helpers: run the real CLI, find nvcc (never skip in CI); markers and test order.
+
+Markers (pyproject.toml lists them): `nvcc` for every test that runs the compiler (any test using
+the `nvcc_path` fixture gets it automatically), `slow` for the long poles (a real pre-commit, CMake
+or editor session). `pytest -m "not nvcc"` is the quick inner loop. Slow tests are collected first
+so that, spread over the workers (`-n auto` is the default), they do not end up as the tail.
+"""
 
 from __future__ import annotations
 
@@ -58,3 +64,39 @@ def nvcc_path() -> str:
             pytest.fail("nvcc not found in CI: install with pip install -e '.[test,cuda]'")
         pytest.skip("nvcc not found (pip install -e '.[cuda]')")
     return str(found.path)
+
+
+# Tests that reach nvcc through the CLI or the language server (found by running the suite with
+# CUDACXX pointing at a wrapper that logs PYTEST_CURRENT_TEST) without asking for `nvcc_path`.
+# A test missing here still passes; it only makes the `-m "not nvcc"` loop slower.
+CALLS_NVCC = {
+    "test_baseline.py::test_baseline_cli_round_trip",
+    "test_config_load.py::test_cli_flags_override_the_file",
+    "test_config_load.py::test_inline_config_and_missing_file",
+    "test_diffbase.py::test_check_diff_base_cli",
+    "test_emit_cli.py::test_bad_output_arguments_are_one_line_errors",
+    "test_emit_cli.py::test_output_file",
+    "test_emit_cli.py::test_several_formats_in_one_run",
+    "test_lsp.py::test_open_change_code_actions_hover",
+    "test_rules_check_cli.py::test_clean_file_exits_0_and_exit_zero",
+    "test_rules_check_cli.py::test_fix_applies_safe_fixes_only_and_diff_writes_nothing",
+    "test_rules_check_cli.py::test_fix_keeps_crlf_line_endings",
+    "test_rules_check_cli.py::test_full_format_underlines_and_marks_fixable",
+    "test_rules_check_cli.py::test_gitignore_exclude_and_bad_encoding",
+    "test_rules_check_cli.py::test_json_is_ruff_compatible",
+    "test_rules_check_cli.py::test_kernel_in_header_is_evaluated_at_launches_elsewhere",
+    "test_rules_check_cli.py::test_noqa_forms",
+    "test_rules_check_cli.py::test_select_ignore_statistics",
+    "test_source_cli.py::test_binary_garbage_file_is_listed_without_error",
+    "test_source_cli.py::test_json_records",
+    "test_source_cli.py::test_missing_path_is_one_line_and_others_still_listed",
+    "test_source_cli.py::test_text_output_and_directory_recursion",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.nodeid.split("/")[-1].split("[")[0]
+        if "nvcc_path" in getattr(item, "fixturenames", ()) or name in CALLS_NVCC:
+            item.add_marker(pytest.mark.nvcc)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)   # stable sort

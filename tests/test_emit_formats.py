@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from golden.sample import ATTN, CLEAN, CMAKE, FINDINGS, ROOT, RULES, SOURCES
+from golden.sample import ATTN, CLEAN, CMAKE, FINDINGS, ROOT, RULES, SOURCES, span
 
 from occlint.emit import EMITTERS, github, gitlab, json_lines, junit, rdjson, sarif
 from occlint.model import Finding
@@ -161,9 +161,12 @@ def test_sarif_fingerprints_survive_line_shifts_and_count_repeats():
     results = json.loads(render("sarif"))["runs"][0]["results"]
     fps = [r["partialFingerprints"]["primaryLocationLineHash"] for r in results]
     assert len(set(fps)) == len(fps)
-    # the two OCC010 findings (two archs, same line) share a hash with occurrence 1 and 2
-    assert fps[0].split(":")[0] == fps[1].split(":")[0]
-    assert (fps[0].endswith(":1"), fps[1].endswith(":2")) == (True, True)
+    # the two OCC010 findings (two archs, same line) have their own hashes; a repeat counts up
+    assert fps[0].split(":")[0] != fps[1].split(":")[0]
+    assert (fps[0].endswith(":1"), fps[1].endswith(":1")) == (True, True)
+    twice = sarif.build([FINDINGS[4]] * 2, root=ROOT, sources=SOURCES, rules=RULES)["runs"][0]
+    assert [r["partialFingerprints"]["primaryLocationLineHash"][-2:]
+            for r in twice["results"]] == [":1", ":2"]
     shifted = {**SOURCES, ATTN: "// a new first line\n" + SOURCES[ATTN]}
     moved = [
         Finding(**{**f.__dict__, "span": f.span.__class__(f.span.line + 1, f.span.column,
@@ -213,7 +216,7 @@ def test_github_says_when_the_per_step_limit_truncates():
 
 
 def test_rdjson_diagnostics():
-    doc = json.loads(render("rdjson"))
+    doc = json.loads(rdjson.render(FINDINGS, root=ROOT, sources=SOURCES, unsafe_fixes=True))
     diags = doc["diagnostics"]
     assert doc["source"]["name"] == "occlint"
     assert [d["code"]["value"] for d in diags] == [f.code for f in FINDINGS]
@@ -227,7 +230,8 @@ def test_rdjson_diagnostics():
 
 
 def test_rdjson_columns_are_utf8_bytes():
-    diag = json.loads(render("rdjson"))["diagnostics"][2]   # `tile`, after "Σ über Blöcke"
+    doc = json.loads(rdjson.render(FINDINGS, root=ROOT, sources=SOURCES, unsafe_fixes=True))
+    diag = doc["diagnostics"][2]                              # `tile`, after "Σ über Blöcke"
     line = SOURCES[ATTN].splitlines()[3]
     rng = diag["location"]["range"]
     raw = line.encode("utf-8")
@@ -235,6 +239,36 @@ def test_rdjson_columns_are_utf8_bytes():
     assert rng["start"]["column"] == 42 + 3      # Σ, ü and ö take two bytes each
     sugg = diag["suggestions"][0]["range"]
     assert raw[sugg["start"]["column"] - 1: sugg["end"]["column"] - 1] == b"4096"
+
+
+def test_rdjson_suggests_unsafe_fixes_only_when_asked():
+    default = json.loads(render("rdjson"))["diagnostics"]
+    assert FINDINGS[0].fix.applicability == "unsafe" and "suggestions" not in default[0]
+    assert FINDINGS[2].fix.applicability == "display" and "suggestions" not in default[2]
+    f = FINDINGS[0]
+    safe = Finding(**{**f.__dict__, "fix": f.fix.__class__(f.fix.message, f.fix.edits, "safe")})
+    assert "suggestions" in rdjson.diagnostic(safe, ROOT, SOURCES)
+
+
+def test_rdjson_drops_fixes_that_edit_other_lines():
+    # reviewdog's GitHub reporter rejects a suggestion outside the lines it comments on, and a
+    # fix is applied whole or not at all: one edit elsewhere drops the fix's suggestions
+    f = FINDINGS[0]
+    edits = (*f.fix.edits, f.fix.edits[0].__class__("x", span(ATTN, 1, 1, 1, 1)))
+    far = Finding(**{**f.__dict__, "fix": f.fix.__class__(f.fix.message, edits, "safe")})
+    assert "suggestions" not in rdjson.diagnostic(far, ROOT, SOURCES, unsafe_fixes=True)
+    near = Finding(**{**f.__dict__, "fix": f.fix.__class__(f.fix.message, f.fix.edits, "safe")})
+    assert len(rdjson.diagnostic(near, ROOT, SOURCES)["suggestions"]) == 1
+
+
+def test_sarif_fingerprint_of_one_arch_survives_dropping_another():
+    fps = {r["properties"]["arch"]: r["partialFingerprints"]["primaryLocationLineHash"]
+           for r in json.loads(render("sarif"))["runs"][0]["results"][:2]}
+    assert set(fps) == {"sm_80", "sm_90"} and fps["sm_80"] != fps["sm_90"]
+    only_90 = [f for f in FINDINGS if f.arch != "sm_80"]
+    again = sarif.build(only_90, root=ROOT, sources=SOURCES, rules=RULES)["runs"][0]["results"]
+    assert again[0]["properties"]["arch"] == "sm_90"
+    assert again[0]["partialFingerprints"]["primaryLocationLineHash"] == fps["sm_90"]
 
 
 # --- GitLab Code Quality --------------------------------------------------------------------
@@ -250,13 +284,25 @@ def test_gitlab_code_quality():
     assert len(set(fps)) == len(fps)
 
 
-def test_gitlab_fingerprints_unique_for_identical_findings_and_move_with_location():
-    twice = json.loads(gitlab.render([FINDINGS[4], FINDINGS[4]], root=ROOT))
+def test_gitlab_fingerprints_unique_for_identical_findings_and_change_with_the_code():
+    twice = json.loads(gitlab.render([FINDINGS[4], FINDINGS[4]], root=ROOT, sources=SOURCES))
     assert twice[0]["fingerprint"] != twice[1]["fingerprint"]
     f = FINDINGS[4]
-    moved = Finding(**{**f.__dict__, "span": f.span.__class__(3, 1, 3, 5)})
-    assert (json.loads(gitlab.render([moved], root=ROOT))[0]["fingerprint"]
+    moved = Finding(**{**f.__dict__, "span": f.span.__class__(3, 1, 3, 5)})   # another line
+    assert (json.loads(gitlab.render([moved], root=ROOT, sources=SOURCES))[0]["fingerprint"]
             != twice[0]["fingerprint"])
+
+
+def test_gitlab_fingerprints_survive_line_shifts():
+    fps = [i["fingerprint"] for i in json.loads(render("gitlab"))]
+    shifted = {**SOURCES, ATTN: "// a new first line\n" + SOURCES[ATTN]}
+    moved = [
+        Finding(**{**f.__dict__, "span": f.span.__class__(f.span.line + 1, f.span.column,
+                                                            f.span.end_line + 1, f.span.end_column)})
+        if f.path == ATTN else f for f in FINDINGS
+    ]
+    again = json.loads(gitlab.render(moved, root=ROOT, sources=shifted))
+    assert [i["fingerprint"] for i in again] == fps
 
 
 # --- JUnit ----------------------------------------------------------------------------------
@@ -281,3 +327,18 @@ def test_junit_parses_back():
 def test_junit_without_findings_is_all_passing():
     root = ET.fromstring(junit.render([], root=ROOT, sources={CLEAN: SOURCES[CLEAN], CMAKE: ""}))
     assert (root.get("tests"), root.get("failures")) == ("2", "0")
+
+
+def test_paths_outside_the_root_are_written_the_same_in_every_format(tmp_path):
+    outside = str(tmp_path / "elsewhere" / "k.cu")          # not under ROOT, nor the cwd
+    f = FINDINGS[3]
+    odd = Finding(**{**f.__dict__, "path": outside, "fix": None})
+    for fmt, emit in EMITTERS.items():
+        out = emit([odd], root=ROOT, sources={outside: SOURCES[ATTN]})
+        written = outside.replace(os.sep, "/")
+        if fmt == "sarif":
+            assert f'"uri": "{Path(outside).as_uri()}"' in out, fmt
+            assert "%SRCROOT%\"" not in out.split('"results"')[1], fmt
+        else:
+            assert written in out, fmt
+            assert "../" not in out, fmt

@@ -64,3 +64,24 @@ def test_kernels_no_compile_has_no_usage(tmp_path):
     recs = json.loads(r.stdout)
     assert all("usage" not in x and "occupancy" not in x for x in recs)
     assert [x["block"] for x in recs if x["kind"] == "launch"] == [128, 256]
+
+
+def test_kernels_text_names_instantiations_launches_and_missing_occupancy(tmp_path, nvcc_path):
+    src = tmp_path / "tile.cu"
+    src.write_text(SOURCE + "void more(float* out, int bs) { tile<128><<<10, bs>>>(out); }\n")
+    r = run_cli("kernels", "--arch", "sm_90", str(src), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    regs = {a: b for b, a in _ptxas_figures(nvcc_path, src, "sm_90")}
+    assert (f"    sm_90 tile<128>: {regs[512]} registers, 0 B spill stores, 0 B spill loads, "
+            "512 B static shared memory, 1 barrier") in lines
+    assert (f"    sm_90 tile<256>: {regs[1024]} registers, 0 B spill stores, 0 B spill loads, "
+            "1 KiB static shared memory, 1 barrier") in lines
+    assert any(line.endswith(": launch tile<128><<<1000, 128>>> grid=1000 block=128 smem=0")
+               for line in lines)
+    assert "<<<>>>" not in r.stdout
+    assert "    no occupancy: the block size `bs` is not a compile-time constant" in lines
+    one = [line for line in lines if "occupancy 100.0%" in line or "occupancy" in line]
+    assert all("(1 blocks/SM)" not in line for line in one)
+    nocomp = run_cli("kernels", "--no-compile", str(src), cwd=tmp_path).stdout
+    assert "no occupancy: not compiled" in nocomp

@@ -61,3 +61,33 @@ def test_calc_bad_input_is_one_line_exit_2(args):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("occlint: error: "), r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (dict(block_size=1024, regs_per_thread=255), "262144 registers per block (allocated per warp), "
+     "above the 65536 (64K) per block on sm_90"),
+    (dict(block_size=2048, regs_per_thread=32), "2048 threads/block is above the 1024-thread maximum"),
+    (dict(block_size=256, regs_per_thread=32, dynamic_smem=100 * 1024, max_dynamic_smem=48 * 1024),
+     "100 KiB dynamic shared memory needs an opt-in: without cudaFuncSetAttribute"),
+    (dict(block_size=256, regs_per_thread=32, static_smem=40 * 1024, dynamic_smem=200 * 1024),
+     "240 KiB shared memory per block is above the opt-in maximum of 227 KiB per block on sm_90"),
+])
+def test_zero_blocks_name_the_exceeded_limit(args, words):
+    from occlint.occupancy import compute, zero_block_reasons
+
+    assert compute("sm_90", **args).active_blocks == 0
+    (reason,) = zero_block_reasons("sm_90", **args)
+    assert words in reason
+
+
+def test_zero_block_reasons_empty_when_a_block_fits_and_calc_prints_them():
+    from occlint.occupancy import zero_block_reasons
+
+    assert zero_block_reasons("sm_90", 1024, 64) == []
+    r = run_cli("calc", "--arch", "sm_90", "--regs", "255", "--block", "1024")
+    assert "active: 0 blocks, 0 of 64 warps per SM" in r.stdout
+    assert "cannot launch: 255 registers/thread x 1024 threads needs 262144 registers" in r.stdout
+    assert "(1 block, 12.5%)" in r.stdout and "1 blocks" not in r.stdout
+    r = run_cli("calc", "--arch", "sm_90", "--regs", "32", "--dynamic-smem", "100K",
+                "--max-dynamic-smem", "48K")
+    assert "max potential block size: none" in r.stdout and "0 threads" not in r.stdout

@@ -87,3 +87,36 @@ def test_committed_docs_are_current():
     for code in CODES:
         page = ROOT / "docs" / "rules" / f"{code}.md"
         assert page.read_text() == registry.page(code), f"run `python -m occlint.registry docs/rules` ({code})"
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_rule_page_names_the_fix_without_placeholders_and_its_safety(code):
+    rule = registry.RULES[code]
+    page = registry.page(code)
+    assert not re.search(r"<\w+>|\{\w+\}", page.split("## Why")[0]), page
+    if rule.fix_title:
+        assert rule.fix_safety in ("safe", "unsafe") and rule.fix_summary
+        assert f"Fix ({rule.fix_safety}: " in page
+    else:
+        assert "No automatic fix." in page
+
+
+def test_fix_safety_on_the_page_is_what_the_checks_give():
+    from occlint.config import Config
+    from occlint.engine import lint_source
+    from occlint.model import Usage
+    from occlint.source import parse
+
+    seen = {}
+    for path in sorted(FIXTURES.glob("OCC*.cu")):
+        text = path.read_text()
+        sf = parse(text, str(path))
+        for regs in (33, 40, 72, 128):
+            usage = [Usage(kernel=k.qualname, arch="sm_90", registers=regs, static_smem=70000)
+                     for k in sf.kernels]
+            for f in lint_source(text, str(path), usage, Config(arch=("sm_90",)), source=sf):
+                if f.fix is not None and f.fix.applicability != "display":
+                    seen.setdefault(f.code, set()).add(f.fix.applicability)
+    assert {"OCC010", "OCC031", "OCC022"} <= set(seen)
+    for code, kinds in seen.items():
+        assert kinds == {registry.RULES[code].fix_safety}, code

@@ -40,7 +40,7 @@ def test_text_output_and_directory_recursion(tmp_path):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "kernel block_reduce_naive" in out and "kernel outer::inner::nested" in out
-    assert "shared float smem[4096]: 16384 bytes in block_reduce_naive; " \
+    assert "shared float smem[4096]: 16 KiB in block_reduce_naive; " \
         "3/4 subscripts thread-derived" in out
     assert "__launch_bounds__(BLOCK, MIN_BLOCKS) = (256, 2)" in out
     assert "not_cuda" not in out and "hidden_dir" not in out

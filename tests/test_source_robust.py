@@ -192,16 +192,17 @@ def test_parse_and_specialize_from_threads():
     assert errors == []
 
 
+# 1500 links: beyond Python's default recursion limit (1000) for any one-frame-per-level walk
 @pytest.mark.parametrize("text", [
     "__global__ void k() { __shared__ float a[64]; int tid = threadIdx.x;\n"
-    "for (int s = blockDim.x / 2; s > 0; s >>= 1) { if (" + " && ".join(["tid < s"] * 3000) +
+    "for (int s = blockDim.x / 2; s > 0; s >>= 1) { if (" + " && ".join(["tid < s"] * 1500) +
     ") a[tid + s] = 0; } }",
-    "void h() { " + "::".join(["a"] * 3000) + "<<<1, 2>>>(); }",
+    "void h() { " + "::".join(["a"] * 1500) + "<<<1, 2>>>(); }",
     "__global__ void k() {}\nvoid h() { int b, m; cudaOccupancyMaxPotentialBlockSize(&m, &b, k);"
-    " k<<<1, " + " + ".join(["b"] * 3000) + ">>>(); }",
-    "__global__ void k() { __shared__ float a[64]; a[" + " + ".join(["threadIdx.x"] * 3000) +
+    " k<<<1, " + " + ".join(["b"] * 1500) + ">>>(); }",
+    "__global__ void k() { __shared__ float a[64]; a[" + " + ".join(["threadIdx.x"] * 1500) +
     "] = 0; }",
-    "__global__ void k() { __shared__ float a[64]; a" + "[0]" * 3000 + " = 0; }",
+    "__global__ void k() { __shared__ float a[64]; a" + "[0]" * 1500 + " = 0; }",
     "void h() { k<<<1, " + "dim3(" * 500 + "1" + ")" * 500 + ">>>(); }",
 ])
 def test_long_chains_do_not_recurse(text):

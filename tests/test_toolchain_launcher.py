@@ -26,12 +26,13 @@ def _tool(name: str) -> str | None:
     return str(here) if here.is_file() else shutil.which(name)
 
 
-def _build(src: Path, build: Path, nvcc: str, launcher: bool) -> None:
+def _build(src: Path, build: Path, nvcc: str) -> None:
+    """One configure (CMake's CUDA detection is the slow part), two targets from the same sources:
+    `demo` through the launcher, `demo_plain` with the launcher switched off."""
     cmd = [_tool("cmake"), "-S", str(src), "-B", str(build), "-G", "Ninja",
            f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}",
-           f"-DCMAKE_CUDA_COMPILER={nvcc}", "-DCMAKE_CUDA_ARCHITECTURES=90"]
-    if launcher:
-        cmd.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};-m;occlint;nvcc;--")
+           f"-DCMAKE_CUDA_COMPILER={nvcc}", "-DCMAKE_CUDA_ARCHITECTURES=90",
+           f"-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};-m;occlint;nvcc;--"]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     subprocess.run([_tool("ninja"), "-C", str(build)], check=True, capture_output=True, timeout=300)
 
@@ -51,20 +52,26 @@ def builds(tmp_path_factory, nvcc_path):
     tmp = tmp_path_factory.mktemp("cmake")
     src = tmp / "src"
     shutil.copytree(PROJECT, src)
-    _build(src, tmp / "plain", nvcc_path, launcher=False)
-    _build(src, tmp / "launched", nvcc_path, launcher=True)
-    return src, tmp / "plain", tmp / "launched"
+    with (src / "CMakeLists.txt").open("a") as f:
+        f.write("add_library(demo_plain STATIC scale.cu reduce.cu)\n"
+                "target_include_directories(demo_plain PRIVATE include)\n"
+                'set_target_properties(demo_plain PROPERTIES CUDA_COMPILER_LAUNCHER "")\n')
+    _build(src, tmp / "build", nvcc_path)
+    return src, tmp / "build"
 
 
+# the two tests that share one CMake build stay on one xdist worker and start first
+@pytest.mark.slow
+@pytest.mark.xdist_group("cmake")
 def test_objects_identical_and_sidecars_written(builds):
-    src, plain, launched = builds
+    src, build = builds
     for obj in OBJECTS:
-        a, b = plain / obj, launched / obj
+        a, b = build / obj.replace("demo.dir", "demo_plain.dir"), build / obj
         assert a.stat().st_size == b.stat().st_size
         assert _normalized(a) == _normalized(b), obj
         assert not Path(str(a) + ".occlint.json").exists()
         assert Path(str(b) + ".occlint.json").exists()
-    usage = load_sidecars(launched)
+    usage = load_sidecars(build / "CMakeFiles/demo.dir")
     assert set(usage) == {str(src / "scale.cu"), str(src / "reduce.cu")}
     (scale,) = usage[str(src / "scale.cu")]
     (block,) = usage[str(src / "reduce.cu")]
@@ -75,8 +82,11 @@ def test_objects_identical_and_sidecars_written(builds):
     assert block.registers > 0 and scale.registers > 0
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("cmake")
 def test_report_usage(builds):
-    _src, _plain, launched = builds
+    _src, build = builds
+    launched, _plain = build / "CMakeFiles/demo.dir", build / "CMakeFiles/demo_plain.dir"
     usage = load_sidecars(launched)
     (scale,) = usage[str(_src / "scale.cu")]
     (block,) = usage[str(_src / "reduce.cu")]

@@ -93,7 +93,7 @@ def _cliff_lines(cl) -> list[str]:
             move = f"{s.value} {unit} (shed {s.delta})"
         else:
             move = f"{s.value} {unit} (+{s.delta})"
-        return f"{move} -> {r.active_blocks} blocks, {r.occupancy:.1%}"
+        return f"{move} -> {plural(r.active_blocks, 'block')}, {r.occupancy:.1%}"
 
     out = []
     for name, label, unit in (("registers", "registers", "registers/thread"),
@@ -115,6 +115,10 @@ def _table(rows, key: str, key_label: str) -> list[str]:
         out.append(f"  {getattr(row, key):>9}  {occ.active_blocks:>6}  {occ.active_warps:>5}  "
                    f"{occ.occupancy:>9.1%}  {lim}")
     return out
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
 
 
 def run(args) -> int:
@@ -184,15 +188,22 @@ def run(args) -> int:
         f"{occ.warps_per_block} warps), {format_size(occ.allocated_smem_per_block)} shared memory"
         + (f" (incl. {format_size(reserved)} reserved)" if reserved else ""),
         f"shared memory per SM: {format_size(occ.smem_config)} (carveout configuration used)",
-        f"active: {occ.active_blocks} blocks, {occ.active_warps} of {occ.max_warps} warps per SM",
+        f"active: {plural(occ.active_blocks, 'block')}, {occ.active_warps} of {occ.max_warps} "
+        "warps per SM",
         f"occupancy: {occ.occupancy:.1%}" + (f", {occ.words}" if occ.words else ""),
+        *(f"cannot launch: {why}" for why in (occupancy.zero_block_reasons(
+            a, block, regs, static, dynamic, max_dynamic_smem=kw["max_dynamic_smem"])
+            if occ.active_blocks == 0 else ())),
         "",
         "nearest cliffs:",
         *_cliff_lines(cl),
         "",
-        f"max potential block size: {best.block_size} threads ({best.active_blocks} blocks, "
-        f"{best.occupancy:.1%}), min grid size {best.min_grid_size} for {best.sm_count} SMs"
-        f" ({gpu.label or gpu.name})",
+        f"max potential block size: {best.block_size} threads "
+        f"({plural(best.active_blocks, 'block')}, {best.occupancy:.1%}), min grid size "
+        f"{best.min_grid_size} for {best.sm_count} SMs ({gpu.label or gpu.name})"
+        if best.block_size else
+        "max potential block size: none (no block size fits one block with these registers "
+        "and shared memory)",
     ]
     if args.sweep:
         lines += ["", f"block sizes at {regs} registers/thread:",

@@ -32,7 +32,7 @@ def run(args) -> int:
 
     from occlint import baseline, diffbase, lock
     from occlint import fix as fixing
-    from occlint.emit import EMITTERS, RUN_FORMATS, TEXT_FORMATS
+    from occlint.emit import EMITTERS, FIX_AWARE, RUN_FORMATS, TEXT_FORMATS
     from occlint.emit.encode import output_bytes
     from occlint.engine import lint_paths
     from occlint.errors import OcclintError
@@ -88,6 +88,8 @@ def run(args) -> int:
             sys.stdout.write(_statistics(findings, as_json=name != "full" and name not in TEXT_FORMATS))
             continue
         extra = {"result": result} if name in RUN_FORMATS else {}
+        if name in FIX_AWARE:
+            extra["unsafe_fixes"] = args.unsafe_fixes
         out = output_bytes(EMITTERS[name](findings, root=config.root, sources=result.sources, **extra))
         if file is None:
             _stdout(out)

@@ -13,6 +13,7 @@ import sys
 
 from occlint.commands.options import add_config_arguments, load
 from occlint.discover import CUDA_SUFFIXES
+from occlint.units import format_size
 
 
 def add_arguments(parser):
@@ -96,6 +97,41 @@ def _n(v) -> str:
     return "?" if v is None else str(v)
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def launch_text(r: dict) -> str:
+    """The launch as written: `k<128><<<grid, block, smem>>>` or `cudaLaunchKernel(k, ...)`."""
+    name = r["name"] + (f"<{', '.join(r['template_args'])}>" if r["template_args"] else "")
+    config = [r["grid_text"], r["block_text"]]
+    if r["dynamic_smem_text"]:
+        config.append(r["dynamic_smem_text"])
+    if r["launch_kind"] == "chevron":
+        return f"{name}<<<{', '.join(config)}>>>"
+    return f"{r['launch_kind']}({name}, {', '.join(config)})"
+
+
+def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str]) -> str | None:
+    """Why a launch record has no occupancy (None when it has one)."""
+    if r.get("occupancy"):
+        return None
+    if r["runtime_block"]:
+        return ("the block size is chosen at run time by "
+                "cudaOccupancyMaxPotentialBlockSize")
+    if r["block"] is None:
+        return f"the block size `{r['block_text']}` is not a compile-time constant"
+    if r["dynamic_smem"] is None:
+        return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
+                "constant")
+    if not compiled:
+        return "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
+    if r["name"].split("::")[-1] not in kernels_measured:
+        return (f"nvcc reported no figures for `{r['name']}` (defined in a file not listed, "
+                "or not compiled for these archs)")
+    return "the launch could not be matched to one compiled instantiation"
+
+
 def format_record(r: dict) -> str:
     where = f"{r['path']}:{r['line']}:{r['column']}:"
     kind = r["kind"]
@@ -114,12 +150,20 @@ def format_record(r: dict) -> str:
             text += f" __cluster_dims__({', '.join(_n(v) for v in r['cluster_dims'])})"
         if not r["is_definition"]:
             text += " (declaration)"
-        for arch, figures in sorted((r.get("usage") or {}).items()):
-            text += f"\n    {arch}: " + " ".join(f"{k}={v}" for k, v in figures.items())
+        for inst in sorted(r.get("instantiations") or [],
+                           key=lambda i: (i["arch"], i["template_args"])):
+            name = r["qualname"] + (f"<{', '.join(inst['template_args'])}>"
+                                    if inst["template_args"] else "")
+            text += (f"\n    {inst['arch']} {name}: {inst['registers']} registers, "
+                     f"{format_size(inst['spill_stores'])} spill stores, "
+                     f"{format_size(inst['spill_loads'])} spill loads, "
+                     f"{format_size(inst['static_smem'])} static shared memory, "
+                     f"{plural(inst['barriers'], 'barrier')}")
         return f"{where} {text}"
     if kind == "shared":
         shape = "".join(f"[{_n(d)}]" for d in r["dims"]) or ("[]" if r["extern"] else "")
-        size = "dynamic" if r["extern"] else f"{_n(r['bytes'])} bytes"
+        size = ("dynamic" if r["extern"] else "? bytes" if r["bytes"] is None
+                else format_size(r["bytes"]))
         owner = f" in {r['kernel']}" if r["kernel"] else " at file scope"
         text = f"{where} shared {r['element_type']} {r['name']}{shape}: {size}{owner}"
         if r["indices"]:
@@ -129,13 +173,14 @@ def format_record(r: dict) -> str:
             text += f"; {r['other_uses']} other uses"
         return text
     if kind == "launch":
-        how = "<<<>>>" if r["launch_kind"] == "chevron" else r["launch_kind"]
         block = "runtime" if r["runtime_block"] else _n(r["block"])
-        text = (f"{where} launch {r['name']} {how} grid={_n(r['grid'])} block={block} "
-                f"smem={_n(r['dynamic_smem'])}  ({r['grid_text']}; {r['block_text']})")
+        text = (f"{where} launch {launch_text(r)} grid={_n(r['grid'])} block={block} "
+                f"smem={_n(r['dynamic_smem'])}")
         for arch, o in sorted((r.get("occupancy") or {}).items()):
-            text += (f"\n    {arch}: occupancy {o['occupancy']:.1%} ({o['active_blocks']} blocks/SM),"
-                     f" {o['limiter_words']}")
+            text += (f"\n    {arch}: occupancy {o['occupancy']:.1%} "
+                     f"({plural(o['active_blocks'], 'block')}/SM), {o['limiter_words']}")
+        if r.get("no_occupancy"):
+            text += f"\n    no occupancy: {r['no_occupancy']}"
         return text
     return f"{where} attribute {r['name']} {r['attribute']} = {_n(r['value'])}"
 
@@ -211,6 +256,10 @@ def run(args) -> int:
         recs = records(sf)
         if all_usage:
             add_compiler_figures(recs, sf, all_usage, config, archs)
+        measured = {u.kernel.split("::")[-1] for u in all_usage}
+        for r in recs:
+            if r["kind"] == "launch":
+                r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
         if args.json:
             all_records += recs
         else:

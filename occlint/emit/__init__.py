@@ -30,6 +30,8 @@ for _name, _module in (("json-lines", "json_lines"), ("sarif", "sarif"), ("githu
     with contextlib.suppress(ImportError):
         EMITTERS[_name] = importlib.import_module(f"occlint.emit.{_module}").render
 
+# formats whose render() also takes `unsafe_fixes` (they offer fixes for a reviewer to apply)
+FIX_AWARE = ("rdjson",)
 TEXT_FORMATS = ("full", "concise")   # human formats: the command adds a summary line
 # formats that also take the whole run (`result=`: engine.LintResult) to show kernels, not findings only
 RUN_FORMATS = ("html",)

@@ -1,16 +1,19 @@
 """`gitlab`: GitLab Code Quality report (a JSON array of CodeClimate issues).
 
-Paths are relative to `root`; each `fingerprint` hashes the code, file, location and message, and
-is unique within the report (a repeat gets a counter mixed in).
+Paths are relative to `root`. Each `fingerprint` is SARIF's line hash (code, file, kernel, the
+normalized source line, arch: no line numbers, so unrelated edits above do not change it) with the
+occurrence number mixed in; GitLab matches issues across pipelines by it.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from occlint.emit.json_lines import relative_path
 from occlint.emit.encode import dumps, to_bytes
+from occlint.emit.json_lines import relative_path
+from occlint.emit.sarif import line_hash
 from occlint.model import Finding
 
 SEVERITIES = {"error": "major", "warning": "minor", "info": "info"}
@@ -18,17 +21,13 @@ SEVERITIES = {"error": "major", "warning": "minor", "info": "info"}
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None) -> str:
     issues = []
-    used: set[str] = set()
+    seen: Counter = Counter()
     for f in findings:
         path = relative_path(f.path, root)
         s = f.span
-        basis = f"{f.code}\0{path}\0{s.line}:{s.column}-{s.end_line}:{s.end_column}\0{f.message}"
-        fingerprint = hashlib.sha256(to_bytes(basis)).hexdigest()
-        n = 1
-        while fingerprint in used:
-            n += 1
-            fingerprint = hashlib.sha256(to_bytes(f"{basis}\0{n}")).hexdigest()
-        used.add(fingerprint)
+        h = line_hash(f, root, sources)
+        seen[h] += 1
+        fingerprint = hashlib.sha256(to_bytes(f"{h}:{seen[h]}")).hexdigest()
         issues.append({
             "description": f"{f.code} {f.message}",
             "check_name": f.code,

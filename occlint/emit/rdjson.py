@@ -1,8 +1,10 @@
 """`rdjson`: reviewdog's Diagnostic Format (DiagnosticResult as JSON).
 
 Columns are 1-based UTF-8 byte counts and ranges end-exclusive, as reviewdog's proto says, so
-character columns are converted with the source text. `suggestions` come from fixes and the key
-is left out when a finding has none.
+character columns are converted with the source text. `suggestions` come from a finding's fix
+when every edit lies within the finding's own lines (reviewdog's GitHub reporter rejects
+suggestions outside the lines it comments on; a fix is applied whole or not at all), and from
+unsafe fixes only with `--unsafe-fixes`. The key is left out otherwise.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ def _range(path: str, span: Span, sources: Mapping[str, str] | None) -> dict:
     }
 
 
-def diagnostic(finding: Finding, root: str, sources: Mapping[str, str] | None) -> dict:
+def suggestible(finding: Finding, unsafe_fixes: bool = False) -> bool:
+    fix = finding.fix
+    if fix is None or not fix.edits or (fix.applicability != "safe" and not unsafe_fixes):
+        return False
+    first, last = finding.span.line, finding.span.end_line
+    return all(first <= e.span.line and e.span.end_line <= last for e in fix.edits)
+
+
+def diagnostic(finding: Finding, root: str, sources: Mapping[str, str] | None,
+               unsafe_fixes: bool = False) -> dict:
     d = {
         "message": finding.message,
         "location": {
@@ -43,7 +54,7 @@ def diagnostic(finding: Finding, root: str, sources: Mapping[str, str] | None) -
         "source": {"name": "occlint", "url": INFORMATION_URI},
         "code": {"value": finding.code, "url": finding.url or rule_url(finding.code)},
     }
-    if finding.fix is not None and finding.fix.edits:
+    if suggestible(finding, unsafe_fixes):
         d["suggestions"] = [
             {"range": _range(finding.path, e.span, sources), "text": e.content}
             for e in finding.fix.edits
@@ -51,9 +62,10 @@ def diagnostic(finding: Finding, root: str, sources: Mapping[str, str] | None) -
     return d
 
 
-def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None) -> str:
+def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
+           unsafe_fixes: bool = False) -> str:
     doc = {
         "source": {"name": "occlint", "url": INFORMATION_URI},
-        "diagnostics": [diagnostic(f, root, sources) for f in findings],
+        "diagnostics": [diagnostic(f, root, sources, unsafe_fixes) for f in findings],
     }
     return dumps(doc, indent=2) + "\n"

@@ -74,10 +74,12 @@ def _rule(rule) -> dict:
 
 
 def line_hash(finding: Finding, root: str, sources: Mapping[str, str] | None) -> str:
-    """A location hash that survives line shifts: code, file, kernel and the normalized line."""
+    """A location hash that survives line shifts: code, file, kernel, the normalized line and the
+    arch (so dropping sm_80 leaves sm_90's identity alone). The GitLab report uses it too."""
     from occlint.baseline import key
 
-    return hashlib.sha256(to_bytes("\0".join(key(finding, root, sources)))).hexdigest()[:16]
+    basis = (*key(finding, root, sources), finding.arch or "")
+    return hashlib.sha256(to_bytes("\0".join(basis))).hexdigest()[:16]
 
 
 def _result(finding: Finding, index: dict, root: str, fingerprint: str) -> dict:

@@ -7,7 +7,7 @@ from bisect import bisect_right
 
 from occlint.source import types
 from occlint.source.consteval import Env, Local
-from occlint.source.grammar import FILE_QUERY, captures, parser
+from occlint.source.grammar import captures, file_query, parser
 from occlint.source.text import Text
 
 _SCOPE_TYPES = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier"}
@@ -68,7 +68,7 @@ class Context:
         self.tx = Text(text) if outer is None else outer.tx
         self.data = self.tx.parse_data if data is None else data
         self.tree = parser().parse(self.data) if tree is None else tree
-        self.caps = captures(FILE_QUERY, self.tree.root_node)
+        self.caps = captures(file_query(), self.tree.root_node)
         funcs = sorted((n.start_byte, n.end_byte, n) for n in self.caps.get("function", ()))
         self.func_starts = [f[0] for f in funcs]
         self.funcs = funcs

@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from occlint.config import Config
 from occlint.errors import OcclintError
+from occlint.toolchain import probe
 
 _LAUNCHERS = {"ccache", "sccache", "distcc", "buildcache", "occlint", "env"}
 
@@ -23,6 +23,7 @@ class Nvcc:
     version: str              # "13.5.37"
     found_by: str = ""        # which discovery step found it
     host_compiler: str | None = None   # the g++ nvcc calls (PATH), real path
+    probe_cache: str | None = field(default=None, repr=False)   # where probe answers are kept
     _archs: tuple[str, ...] | None = field(default=None, repr=False)
 
     @property
@@ -36,13 +37,13 @@ class Nvcc:
 
     @cached_property
     def host_version(self) -> str:
-        return host_compiler_version(self.host_compiler)
+        return host_compiler_version(self.host_compiler, self.probe_cache)
 
     @property
     def archs(self) -> tuple[str, ...]:
         """`sm_XX` targets this nvcc compiles, from `nvcc --list-gpu-arch`."""
         if self._archs is None:
-            out = _run([self.path, "--list-gpu-arch"])
+            out = _run([self.path, "--list-gpu-arch"], self.probe_cache)
             found = re.findall(r"compute_(\w+)", out)
             self._archs = tuple(f"sm_{a}" for a in sorted(set(found), key=_arch_key))
         return self._archs
@@ -58,38 +59,36 @@ def _arch_key(a: str) -> tuple[int, str]:
     return (int(digits.group()) if digits else 0, a)
 
 
-def _run(cmd: list[str], timeout: float = 30) -> str:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return proc.stdout + proc.stderr
+def _run(cmd: list[str], cache: str | None = None, depends_on: tuple[str, ...] = ()) -> str:
+    """A tool probe's output, remembered in the cache folder while the binary is unchanged."""
+    return probe.run(cmd, cache, depends_on=depends_on)
 
 
-def host_compiler_version(path: str | None) -> str:
+def host_compiler_version(path: str | None, cache: str | None = None) -> str:
     if not path:
         return ""
-    return _run([path, "-dumpfullversion", "-dumpversion"]).strip()
+    return _run([path, "-dumpfullversion", "-dumpversion"], cache).strip()
 
 
 def _is_exe(path: str | os.PathLike) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def _real_nvcc(candidate: str) -> tuple[str, str] | None:
+def _real_nvcc(candidate: str, cache: str | None = None) -> tuple[str, str] | None:
     """(real path, version) for a working nvcc, or None. nvcc's own `_HERE_` names its real
-    directory, which sees through symlinks and wrapper scripts alike."""
+    directory, which sees through symlinks and wrapper scripts alike. The version probe also
+    depends on the real nvcc, so an in-place upgrade behind a wrapper is noticed."""
     if not _is_exe(candidate):
         return None
-    version = re.search(r"release [\d.]+, V([\d.]+)", _run([candidate, "--version"]))
-    if not version:
-        return None
     here = re.search(r"^#\$ _HERE_=(.*)$", _run([candidate, "-dryrun", "-E", "-x", "cu",
-                                                  os.devnull]), re.M)
+                                                  os.devnull], cache), re.M)
     real = os.path.realpath(candidate)
     if here and _is_exe(os.path.join(here.group(1).strip(), "nvcc")):
         real = os.path.realpath(os.path.join(here.group(1).strip(), "nvcc"))
+    version = re.search(r"release [\d.]+, V([\d.]+)",
+                        _run([candidate, "--version"], cache, depends_on=(real,)))
+    if not version:
+        return None
     return real, version.group(1)
 
 
@@ -156,6 +155,15 @@ def candidates(config: Config | None, compile_commands: list[dict] | None) -> li
     return out
 
 
+def probe_cache(config: Config | None) -> str | None:
+    """The cache folder that keeps probe answers (none with --no-cache or without a config)."""
+    if config is None or config.no_cache:
+        return None
+    from occlint.toolchain.cache import cache_dir
+
+    return str(cache_dir(config))
+
+
 _FOUND: dict[tuple, Nvcc | None] = {}
 
 
@@ -163,12 +171,13 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
     """The first working nvcc in discovery order, or None. A `nvcc` named in the config that
     does not work is an error (the user asked for it); other steps fall through."""
     cands = candidates(config, compile_commands)
-    key = tuple(cands)
+    cache = probe_cache(config)
+    key = (*cands, cache)
     if key in _FOUND:
         return _FOUND[key]
     found = None
     for step, path in cands:
-        got = _real_nvcc(path)
+        got = _real_nvcc(path, cache)
         if got is None:
             if step == "config":
                 raise OcclintError(f"nvcc `{path}` (from the config or --nvcc) does not run")
@@ -176,7 +185,7 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
         real, version = got
         host = shutil.which("g++")
         found = Nvcc(path=real, version=version, found_by=step,
-                     host_compiler=os.path.realpath(host) if host else None)
+                     host_compiler=os.path.realpath(host) if host else None, probe_cache=cache)
         break
     _FOUND[key] = found
     return found

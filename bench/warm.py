@@ -1,0 +1,129 @@
+"""Warm-run speed on a real project, as ratios measured in one run (so machine load cancels):
+
+    python bench/warm.py PROJECT [--file ONE.cu] [--reps 5] [--jobs N]
+
+PROJECT is a folder of real CUDA code (for example a checkout of NVIDIA/cuda-samples'
+Samples/0_Introduction, with its compile_commands.json found the usual way). Prints one table:
+
+- python start-up (`python -c pass`), the floor every command pays;
+- `occlint check PROJECT` warm (target < 0.3 s) and `occlint check ONE.cu` warm (< 0.15 s);
+- parse-only throughput, `occlint kernels --no-compile` over PROJECT (target >= 5 MB/s,
+  process start included);
+- cold `occlint check --no-cache` against the same nvcc commands run directly, same jobs
+  (target <= 1.05x).
+
+Each row is the median of --reps runs. The cache lives in a temporary folder; nothing is written
+into PROJECT. Child processes write Python bytecode as a user's would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def timed(cmd: list[str], cwd: str, ok=(0, 1)) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if proc.returncode not in ok:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    return took
+
+
+def median(cmd: list[str], cwd: str, reps: int) -> float:
+    return statistics.median(timed(cmd, cwd) for _ in range(reps))
+
+
+def nvcc_commands(project: str, cache: str, out: str):
+    """The compiles a cold `occlint check` runs: occlint's own flags and compile_command."""
+    from occlint.config import load_config
+    from occlint.toolchain.compile import compile_command, expand_paths
+    from occlint.toolchain.discover import find_nvcc
+    from occlint.toolchain.flags import (archs_for, find_compile_commands, flags_for,
+                                         index_entries, load_compile_commands)
+
+    config = load_config(start=project)
+    entries = load_compile_commands(find_compile_commands(config))
+    nvcc = find_nvcc(config, entries)
+    index = index_entries(entries)
+    cmds = []
+    for n, unit in enumerate(f for f in expand_paths([project]) if f.endswith(".cu")):
+        flags, cwd = flags_for(unit, config, index)
+        for arch in archs_for(config, entries):
+            d = os.path.join(out, f"{n}-{arch}")
+            os.makedirs(d, exist_ok=True)
+            cmds.append((compile_command(nvcc, unit, arch, flags, d), cwd))
+    return cmds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("project")
+    ap.add_argument("--file", help="the one unchanged file (default: the project's first .cu)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    project = os.path.abspath(args.project)
+    sources = [p for p in Path(project).rglob("*") if p.suffix in (".cu", ".cuh")]
+    one = os.path.abspath(args.file) if args.file else str(sorted(
+        p for p in sources if p.suffix == ".cu")[0])
+    mb = sum(p.stat().st_size for p in sources) / 1e6
+    tmp = tempfile.mkdtemp(prefix="occlint-warm-")
+    cache = os.path.join(tmp, "cache")
+    occ = [sys.executable, "-m", "occlint"]
+    conf = ["--config", f"cache-dir = {cache!r}", "-j", str(args.jobs)]
+    rows = []
+
+    t_python = median([sys.executable, "-c", "pass"], project, args.reps)
+    rows.append(("python -c pass", t_python, "", ""))
+
+    # cold: direct nvcc first (it also warms the disk cache for both), then occlint --no-cache
+    cmds = nvcc_commands(project, cache, os.path.join(tmp, "direct"))
+
+    def direct() -> float:
+        start = time.perf_counter()
+        list(ThreadPoolExecutor(args.jobs).map(
+            lambda c: subprocess.run(c[0], cwd=c[1], capture_output=True), cmds))
+        return time.perf_counter() - start
+
+    direct()
+    t_direct = direct()
+    t_cold = timed([*occ, "check", project, "--no-cache", "--exit-zero", *conf], project)
+    rows.append((f"direct nvcc, occlint's {len(cmds)} commands", t_direct, "", ""))
+    rows.append(("occlint check --no-cache (cold)", t_cold, f"{t_cold / t_direct:.3f}x direct",
+                 "<= 1.05x"))
+
+    timed([*occ, "check", project, "--exit-zero", *conf], project)          # fill the cache
+    t_warm = median([*occ, "check", project, "--exit-zero", *conf], project, args.reps)
+    rows.append((f"occlint check, warm ({len(sources)} files)", t_warm,
+                 f"{t_warm / t_python:.1f}x python start", "< 0.3 s"))
+    t_one = median([*occ, "check", one, "--exit-zero", *conf], project, args.reps)
+    rows.append((f"occlint check {os.path.relpath(one, project)}, warm", t_one,
+                 f"{t_one / t_python:.1f}x python start", "< 0.15 s"))
+    t_parse = median([*occ, "kernels", project, "--no-compile", "--json"], project, args.reps)
+    rows.append((f"occlint kernels --no-compile ({mb:.2f} MB)", t_parse,
+                 f"{mb / t_parse:.2f} MB/s", ">= 5 MB/s"))
+
+    print(f"occlint warm bench: {project}, {len(sources)} files, jobs={args.jobs}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'case':<{width}}  {'wall s':>7}  {'ratio':<24}  target")
+    for name, secs, ratio, target in rows:
+        print(f"{name:<{width}}  {secs:>7.3f}  {ratio:<24}  {target}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
