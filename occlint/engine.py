@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from occlint import aggregate, checks, noqa, registry
 from occlint.config import Config
 from occlint.errors import OcclintError
-from occlint.facts import build_facts
+from occlint.facts import build_facts, build_file_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
 
 
@@ -90,21 +90,21 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     archs = archs_for(config, usage=usage)
     facts = build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
-    for code, fn in checks.CHECKS.items():
+    for code, fn in checks.checks_of("source").items():
         if registry.is_enabled(code, config, path):
             hits.extend(fn(facts))
     return finalize(hits, text, path)
 
 
 def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
-    """OCC040 for one build file (CMake, Makefile, setup.py, pyproject.toml, compile_commands)."""
-    if not registry.is_enabled("OCC040", config, path):
+    """The build-file checks (OCC040) for one CMakeLists.txt, Makefile, setup.py, pyproject.toml
+    or compile_commands.json: pure, like `lint_source`."""
+    wanted = {code: fn for code, fn in checks.checks_of("build").items()
+              if registry.is_enabled(code, config, path)}
+    if not wanted:
         return []
-    from occlint import buildfiles
-    hits = [checks.Hit("OCC040", hit.span, {"flag": hit.flag, "regs": hit.value, "file": os.path.basename(path),
-                                            "kind": hit.kind}, "message", None, None, None, ())
-            for hit in buildfiles.scan(text, path)]
-    return finalize(hits, text, path)
+    facts = build_file_facts(text, path, config)
+    return finalize([hit for fn in wanted.values() for hit in fn(facts)], text, path)
 
 
 # --- paths -----------------------------------------------------------------------------------------
