@@ -155,6 +155,17 @@ def _site_hit(code: str, site: Site, values: dict, variant: str = "message", fix
     return Hit(code, site.span, values, variant, site.arch, k.qualname, fix, extra)
 
 
+def _register_step(facts: Facts, site: Site, code: str, values: dict, regs: int, after) -> Hit:
+    """OCC001/OCC010's finding for shedding registers down to `regs` (occupancy `after`), with
+    the `__launch_bounds__` that makes ptxas do it as the (unsafe) fix."""
+    values.update(target_regs=regs, shed=site.usage.registers - regs,
+                  target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
+    edits = bounds_fix(facts, site, after.active_blocks)
+    bounds = launch_bounds_text(site.block, after.active_blocks)
+    fix = FixSpec(edits, "unsafe", {**values, "bounds": bounds}) if edits else None
+    return _site_hit(code, site, values, fix=fix)
+
+
 @check("OCC001")
 def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
@@ -166,12 +177,7 @@ def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         if regs is None or regs >= site.usage.registers:
             yield _site_hit("OCC001", site, values, "no_step")
             continue
-        after = compute(site, regs=regs)
-        values.update(target_regs=regs, shed=site.usage.registers - regs,
-                      target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
-        edits = bounds_fix(facts, site, after.active_blocks)
-        fix = FixSpec(edits, "unsafe", {**values, "bounds": launch_bounds_text(site.block, after.active_blocks)}) if edits else None
-        yield _site_hit("OCC001", site, values, fix=fix)
+        yield _register_step(facts, site, "OCC001", values, regs, compute(site, regs=regs))
 
 
 @check("OCC002")
@@ -222,13 +228,7 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
                                 **site.engine_inputs()).registers.gain
         if gain is None or not 0 < gain.delta <= facts.config.cliff_margin:
             continue
-        regs, after = gain.value, gain.result
-        values = _occ_values(site, facts)
-        values.update(target_regs=regs, shed=site.usage.registers - regs,
-                      target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
-        edits = bounds_fix(facts, site, after.active_blocks)
-        fix = FixSpec(edits, "unsafe", {**values, "bounds": launch_bounds_text(site.block, after.active_blocks)}) if edits else None
-        yield _site_hit("OCC010", site, values, fix=fix)
+        yield _register_step(facts, site, "OCC010", _occ_values(site, facts), gain.value, gain.result)
 
 
 def _cap(kf: KernelFacts, facts: Facts) -> tuple[str, str] | None:

@@ -209,16 +209,7 @@ class OcclintServer(LanguageServer):
             text = doc.source.replace("\r\n", "\n")
             if not might_have_cuda(text):
                 return
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, self.compile_python, uri, path, text)
-            except OcclintError as exc:
-                self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
-                return
-            except Exception as exc:
-                self.log(f"occlint: compiling {path} failed: {type(exc).__name__}: {exc}")
-                return
-            if uri in self.workspace.text_documents:
-                self.publish(uri)
+            await self.in_background(self.compile_python, uri, path, text)
             return
         if not path or not is_cuda(path):
             return
@@ -229,8 +220,12 @@ class OcclintServer(LanguageServer):
             return
         if on_disk != doc.source.replace("\r\n", "\n"):
             return                      # unsaved edits: nvcc would compile other text
+        await self.in_background(self.compile, uri, path, on_disk)
+
+    async def in_background(self, work, uri: str, path: str, text: str) -> None:
+        """Run a compile in a worker thread, then publish again; a failure is one message."""
         try:
-            await asyncio.get_running_loop().run_in_executor(None, self.compile, uri, path, on_disk)
+            await asyncio.get_running_loop().run_in_executor(None, work, uri, path, text)
         except OcclintError as exc:
             self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
             return
