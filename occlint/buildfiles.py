@@ -53,7 +53,9 @@ def kind_of(path: str) -> str:
 
 
 def scan(text: str, path: str) -> list[FlagHit]:
-    return SCANNERS[kind_of(path)](text)
+    """The `-maxrregcount` flags that cap registers: `-maxrregcount=0` means no limit (nvcc's
+    default), so it is not one."""
+    return [hit for hit in SCANNERS[kind_of(path)](text) if hit.value != 0]
 
 
 def _span(text: str, start: int, end: int) -> Span:

@@ -220,3 +220,6 @@ class Finding:
     kernel: str | None = None
     url: str = ""
     data: dict = field(default_factory=dict, compare=False, hash=False)
+    # the causes this finding stands for (template instantiations, archs): dicts with `kernel`,
+    # `arch`, `message` and the figures; one entry unless occlint.aggregate merged several
+    instances: tuple = field(default=(), compare=False, hash=False)

@@ -30,6 +30,21 @@ void run(float* x) {
 }
 """
 
+# a launch that needs the opt-in to more than 48 KB of dynamic shared memory: OCC022, whose
+# inserted cudaFuncSetAttribute call is the safe fix (it cannot change what the kernel computes)
+STAGE_64K = """\
+__global__ void stage(float* x) {
+    extern __shared__ float s[];
+    s[threadIdx.x] = x[threadIdx.x];
+    x[threadIdx.x] = s[threadIdx.x ^ 1];
+}
+
+void run_stage(float* x) {
+    stage<<<1024, 256, 65536>>>(x);
+}
+"""
+STAGE_OPT_IN = "    cudaFuncSetAttribute(stage, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);\n"
+
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None,
             env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

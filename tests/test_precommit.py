@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SCALE_100
+from conftest import SCALE_100, STAGE_64K, STAGE_OPT_IN
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = SCALE_100
-CLEAN = BAD.replace("<<<4096, 100>>>", "<<<4096, 128>>>").replace("409600", "524288")
+BAD = SCALE_100 + STAGE_64K
+CLEAN = SCALE_100.replace("<<<4096, 100>>>", "<<<4096, 128>>>").replace("409600", "524288")
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
        "-c", "init.defaultBranch=main"]
 
@@ -97,5 +97,7 @@ def test_hook_fails_on_the_bad_file_passes_on_the_clean_one_and_fixes(hook_repo,
 
     r = run_hook(hook_repo, project, "occlint-fix", "--files", "bad.cu")
     assert r.returncode == 1, r.stdout + r.stderr        # pre-commit fails a hook that edits files
-    assert "scale<<<4096, 128>>>" in (project / "bad.cu").read_text()
+    fixed = (project / "bad.cu").read_text()
+    assert STAGE_OPT_IN in fixed                  # the safe fix
+    assert "scale<<<4096, 100>>>" in fixed        # OCC031's round-up is unsafe: left alone
     assert (project / "clean.cu").read_text() == CLEAN

@@ -38,7 +38,7 @@ def test_json_is_ruff_compatible(tmp_path):
     assert f["code"] == "OCC031" and f["name"] == "block-size-not-warp-multiple"
     assert f["filename"] == str(tmp_path / "a.cu")
     assert f["location"] == {"row": 6, "column": 16} and f["end_location"] == {"row": 6, "column": 19}
-    assert f["fix"] == {"applicability": "safe", "message": "Round the block size up to 128",
+    assert f["fix"] == {"applicability": "unsafe", "message": "Round the block size up to 128",
                         "edits": [{"content": "128", "location": {"row": 6, "column": 16},
                                    "end_location": {"row": 6, "column": 19}}]}
     assert f["url"].endswith("OCC031.md") and f["severity"] == "warning" and f["noqa_row"] == 6
@@ -76,16 +76,22 @@ def test_fix_applies_safe_fixes_only_and_diff_writes_nothing(tmp_path):
     with open(tmp_path / "k.cu", "a") as fh:
         fh.write("void more(float* x, int n, int g) { scale<<<g, 100>>>(x, 2.0f, n); }\n")
     before = (tmp_path / "k.cu").read_text()
+    with open(tmp_path / "k.cu", "a") as fh:
+        fh.write("__global__ void dyn(float* x) { extern __shared__ float s[]; s[threadIdx.x] = x[0]; }\n"
+                 "void opt(float* x) {\n    dyn<<<512, 256, 65536>>>(x);\n}\n")
+    before = (tmp_path / "k.cu").read_text()
     r = run_cli("check", str(tmp_path / "k.cu"), "--diff", "--no-cache")
-    assert r.returncode == 1 and "+void more(float* x, int n, int g) { scale<<<g, 128>>>" in r.stdout
+    assert r.returncode == 1 and "+    cudaFuncSetAttribute(dyn, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);" in r.stdout
+    assert "scale<<<g, 128>>>" not in r.stdout    # OCC031's round-up is unsafe: not shown
     assert "scale<<<blocks, 256>>>(x, 2.0f, n);          // expect: OCC032" not in r.stdout   # unsafe: not shown
     assert (tmp_path / "k.cu").read_text() == before
     r = run_cli("fix", str(tmp_path / "k.cu"), "--no-cache")
     after = (tmp_path / "k.cu").read_text()
-    assert "scale<<<g, 128>>>" in after and "scale<<<blocks, 512>>>" in after
+    assert "scale<<<g, 100>>>" in after and "scale<<<blocks, 512>>>" in after and "cudaFuncSetAttribute(dyn" in after
     assert r.returncode == 1 and "Fixed 1 finding" in r.stdout and "OCC032" in r.stdout
     run_cli("check", str(tmp_path / "k.cu"), "--fix", "--unsafe-fixes", "--no-cache")
-    assert "scale<<<blocks, 512>>>" not in (tmp_path / "k.cu").read_text()
+    after = (tmp_path / "k.cu").read_text()
+    assert "scale<<<blocks, 512>>>" not in after and "scale<<<g, 128>>>" in after
 
 
 def test_select_ignore_statistics(tmp_path):
@@ -94,7 +100,7 @@ def test_select_ignore_statistics(tmp_path):
     _, found = check_json(root, "--select", "OCC03", "--ignore", "OCC033")
     assert {f["code"] for f in found} == {"OCC031"}
     r = run_cli("check", root, "--statistics", "--output-format", "concise", "--no-cache")
-    assert r.stdout.splitlines()[:2] == ["    2\tOCC033\tsmall-grid", "    1\tOCC031\t[*] block-size-not-warp-multiple"]
+    assert r.stdout.splitlines()[:2] == ["    2\tOCC033\tsmall-grid", "    1\tOCC031\tblock-size-not-warp-multiple"]
     _, stats = check_json(root, "--statistics")
     assert stats[0] == {"code": "OCC033", "name": "small-grid", "count": 2, "fixable": False}
 
@@ -121,11 +127,11 @@ def test_full_format_underlines_and_marks_fixable(tmp_path):
     root = project(tmp_path, {"a.cu": SAXPY + "void run(float* y, const float* x, int n, int g) {\n"
                               "    saxpy<<<g, 100>>>(y, x, 2.0f, n);\n}\n"})
     r = run_cli("check", root, "--no-cache", cwd=root)
-    assert "a.cu:6:16: OCC031 [*] block of 100 threads" in r.stdout
+    assert "a.cu:6:16: OCC031 block of 100 threads" in r.stdout     # unsafe: no [*]
     assert "6 |     saxpy<<<g, 100>>>(y, x, 2.0f, n);" in r.stdout
     assert "  |                ^^^ OCC031" in r.stdout
     assert "= help: Round the block size up to 128" in r.stdout
-    assert "[*] 1 fixable with the `--fix` option" in r.stdout
+    assert "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)." in r.stdout
 
 
 def test_compile_error_is_a_finding_not_exit_2(tmp_path, nvcc_path):
@@ -155,7 +161,31 @@ __global__ void __launch_bounds__(BLOCK) fill(float* x, int n) {
 def test_fix_keeps_crlf_line_endings(tmp_path):
     root = project(tmp_path, {"a.cu": (SAXPY + "void run(float* y, const float* x, int n, int g) {\n"
                                        "    saxpy<<<g, 100>>>(y, x, 2.0f, n);\n}\n").replace("\n", "\r\n")})
-    r = run_cli("fix", root, "--no-cache")
+    r = run_cli("fix", root, "--unsafe-fixes", "--no-cache")
     assert r.returncode == 0, r.stdout + r.stderr
     data = (tmp_path / "a.cu").read_bytes()
     assert b"saxpy<<<g, 128>>>" in data and data.count(b"\r\n") == data.count(b"\n") == 7
+
+
+def test_fix_reports_the_fixed_files(tmp_path):
+    """After --fix the findings come from the written text: lines moved by an inserted
+    statement, and findings the fix exposed (the opt-in reveals the shared-memory limit)."""
+    root = project(tmp_path, {"a.cu": (
+        "__global__ void big(float* x) {\n"
+        "    extern __shared__ float s[];\n"
+        "    s[threadIdx.x] = x[threadIdx.x];\n"
+        "    x[threadIdx.x] = s[threadIdx.x ^ 1];\n"
+        "}\n"
+        "void run(float* x) {\n"
+        "    big<<<1000, 256, 200000>>>(x);\n"
+        "    big<<<8, 256>>>(x);\n"
+        "}\n")})
+    _, before = check_json(root)
+    assert [(f["code"], f["location"]["row"]) for f in before] == [("OCC022", 7), ("OCC033", 8)]
+    r = run_cli("check", root, "--fix", "--output-format", "json", "--no-cache")
+    after = json.loads(r.stdout)
+    assert "cudaFuncSetAttribute(big, cudaFuncAttributeMaxDynamicSharedMemorySize, 200000);" \
+        in (tmp_path / "a.cu").read_text().splitlines()[6]
+    assert [(f["code"], f["location"]["row"]) for f in after] == [("OCC002", 8), ("OCC033", 9)]
+    r = run_cli("check", root, "--fix", "--no-cache")
+    assert "Found 2 findings" in r.stdout and "a.cu:9:" in r.stdout

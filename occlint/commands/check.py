@@ -30,57 +30,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import sys
 
-    from occlint import baseline, diffbase, lock
+    from occlint import baseline, lock
     from occlint import fix as fixing
     from occlint.emit import EMITTERS, FIX_AWARE, RUN_FORMATS, TEXT_FORMATS
     from occlint.emit.encode import output_bytes
-    from occlint.engine import lint_paths
     from occlint.errors import OcclintError
 
     outputs = _outputs(args, EMITTERS)
     config = lock.with_lock(load(args), args.lock)
-    changed = diffbase.changed_lines(args.diff_base, config.root) if args.diff_base else None
     known = baseline.load(args.baseline) if args.baseline else None
-    result = lint_paths(args.paths, config, jobs=config.jobs)
-    for notice in result.notices:
-        print(notice if notice.startswith("occlint:") else f"occlint: notice: {notice}", file=sys.stderr)
-    for error in result.errors:
-        print(f"occlint: error: {error}", file=sys.stderr)
-
-    findings = result.findings
-    if changed is not None:
-        findings = diffbase.keep_changed(findings, *changed)
-    if known is not None:
-        findings, hidden = baseline.filter_known(findings, known, root=config.root, sources=result.sources)
-        if hidden:
-            print(f"occlint: {hidden} known finding{'s' * (hidden != 1)} hidden by {args.baseline}", file=sys.stderr)
+    result, findings = _lint(args, config, known)
     fixed_count = 0
-    if args.diff or args.fix:
-        by_file: dict[str, list] = {}
-        for f in findings:
-            by_file.setdefault(f.path, []).append(f)
-        remaining, diffs = [], []
-        for path, file_findings in by_file.items():
+    if args.diff:
+        diffs = []
+        for path, file_findings in _by_file(findings).items():
+            text = result.sources.get(path)
+            new_text, applied = fixing.apply_fixes(text, file_findings, unsafe=args.unsafe_fixes) \
+                if text is not None else (None, [])
+            if text is not None and new_text != text:
+                fixed_count += len(applied)
+                diffs.append(fixing.unified_diff(path, text, new_text))
+        _stdout(output_bytes("".join(diffs)))
+        if fixed_count:
+            print(f"\nWould fix {fixed_count} finding{'s' * (fixed_count != 1)}.", file=sys.stderr)
+        return 1 if fixed_count and not args.exit_zero else 0
+    for _ in range(MAX_FIX_PASSES if args.fix else 0):
+        written = 0
+        for path, file_findings in _by_file(findings).items():
             text = result.sources.get(path)
             if text is None:
-                remaining.extend(file_findings)
                 continue
             new_text, applied = fixing.apply_fixes(text, file_findings, unsafe=args.unsafe_fixes)
-            done = {id(f) for f in applied}
-            remaining.extend(f for f in file_findings if id(f) not in done)
-            if new_text == text:
-                continue
-            fixed_count += len(applied)
-            if args.diff:
-                diffs.append(fixing.unified_diff(path, text, new_text))
-            else:
+            if new_text != text:
+                fixed_count += len(applied)
+                written += 1
                 _write(path, new_text)
-        if args.diff:
-            _stdout(output_bytes("".join(diffs)))
-            if fixed_count:
-                print(f"\nWould fix {fixed_count} finding{'s' * (fixed_count != 1)}.", file=sys.stderr)
-            return 1 if fixed_count and not args.exit_zero else 0
-        findings = sorted(remaining, key=lambda f: (f.path, f.span.line, f.span.column, f.code))
+        if not written:
+            break
+        # as ruff does: report what the fixed files say now (lines moved, findings the fixes
+        # exposed), and fix again what became fixable
+        result, findings = _lint(args, config, known, quiet=True)
+    if args.fix:
+        findings = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.code))
 
     stdout_format = None
     for name, file in outputs:
@@ -106,6 +97,39 @@ def run(args) -> int:
     if result.errors:
         return 2
     return 1 if findings and not args.exit_zero else 0
+
+
+MAX_FIX_PASSES = 10      # fix, re-lint, fix what became fixable: as ruff, a bounded number of times
+
+
+def _lint(args, config, known, quiet: bool = False):
+    """Lint the paths; (result, findings after --diff-base and --baseline)."""
+    import sys
+
+    from occlint import baseline, diffbase
+    from occlint.engine import lint_paths
+
+    changed = diffbase.changed_lines(args.diff_base, config.root) if args.diff_base else None
+    result = lint_paths(args.paths, config, jobs=config.jobs)
+    for notice in ([] if quiet else result.notices):
+        print(notice if notice.startswith("occlint:") else f"occlint: notice: {notice}", file=sys.stderr)
+    for error in ([] if quiet else result.errors):
+        print(f"occlint: error: {error}", file=sys.stderr)
+    findings = result.findings
+    if changed is not None:
+        findings = diffbase.keep_changed(findings, *changed)
+    if known is not None:
+        findings, hidden = baseline.filter_known(findings, known, root=config.root, sources=result.sources)
+        if hidden and not quiet:
+            print(f"occlint: {hidden} known finding{'s' * (hidden != 1)} hidden by {args.baseline}", file=sys.stderr)
+    return result, findings
+
+
+def _by_file(findings) -> dict[str, list]:
+    by_file: dict[str, list] = {}
+    for f in findings:
+        by_file.setdefault(f.path, []).append(f)
+    return by_file
 
 
 def _outputs(args, emitters) -> list[tuple[str, str | None]]:
@@ -188,7 +212,7 @@ def _summary(findings, fixed: int, unsafe: bool) -> str:
     hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
     if safe:
         lines.append(f"[*] {safe} fixable with the `--fix` option"
-                     + (f" ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option)." if hidden and not unsafe else "."))
+                     + (f" ({hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the `--unsafe-fixes` option)." if hidden and not unsafe else "."))
     elif hidden:
-        lines.append(f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option).")
+        lines.append(f"No fixes available ({hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the `--unsafe-fixes` option).")
     return "\n".join(lines) + "\n"

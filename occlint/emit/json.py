@@ -2,7 +2,9 @@
 
 `filename` is absolute (as ruff writes it); `location`/`end_location` are 1-based {row, column}
 with the end exclusive; `fix` is null or {applicability, message, edits: [{content, location,
-end_location}]}; `noqa_row` is the line where `// noqa: CODE` silences the finding.
+end_location}]}; `noqa_row` is the line where `// noqa: CODE` silences the finding; `instances`
+lists the causes the finding stands for (one per template instantiation and arch merged into it,
+each with `kernel`, `arch`, `message` and its figures).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def finding_dict(f: Finding) -> dict:
         "url": f.url or None,
         "arch": f.arch,
         "kernel": f.kernel,
+        "instances": list(f.instances),
     }
 
 

@@ -109,6 +109,15 @@ def _result(finding: Finding, index: dict, root: str, fingerprint: str) -> dict:
             }],
         }]
     props = {k: v for k, v in (("kernel", finding.kernel), ("arch", finding.arch)) if v}
+    if len(finding.instances) > 1:
+        # the instantiations and archs merged into this result: each at the same place, with its
+        # own message, and the figures in the properties
+        props["instances"] = list(finding.instances)
+        result["relatedLocations"] = [{
+            "id": i,
+            "physicalLocation": result["locations"][0]["physicalLocation"],
+            "message": {"text": inst.get("message", "")},
+        } for i, inst in enumerate(finding.instances, 1)]
     if props:
         result["properties"] = props
     return result
