@@ -63,7 +63,6 @@ class OcclintServer(LanguageServer):
         self.configs: dict[str, Config] = {}             # folder -> its Config (until a config file is saved)
         self.parsed: dict[str, tuple[tuple, object]] = {}   # path -> (stamp, SourceFile) for the project
         self.analysed: dict[str, Analysed] = {}          # uri -> the facts behind its diagnostics
-        self.includes: dict[str, tuple[str, ...]] = {}   # real path -> project files its compile read
 
     # --- settings and linting ------------------------------------------------------------------
 
@@ -82,10 +81,8 @@ class OcclintServer(LanguageServer):
         return config
 
     def project_for(self, path: str, config: Config):
-        """The CLI's `project=`: the CUDA files `check` would lint under the config's root, and
-        the project files the document's last compile read (its dependency list: headers outside
-        the root or with other suffixes), each parsed once until it changes (open documents as
-        their buffers read)."""
+        """The CLI's `project=`: the CUDA files `check` would lint under the config's root, each
+        parsed once until it changes (open documents as their buffers read)."""
         from occlint.discover import discover
         from occlint.project import Project
         from occlint.source import parse
@@ -98,8 +95,7 @@ class OcclintServer(LanguageServer):
             files = []
         open_docs = {d.path: d for d in self.workspace.text_documents.values() if d.path}
         out = []
-        read = self.includes.get(os.path.realpath(path), ())
-        for file in dict.fromkeys([*files, *(p for p in open_docs if is_cuda(p)), *read]):
+        for file in dict.fromkeys([*files, *(p for p in open_docs if is_cuda(p))]):
             if os.path.realpath(file) == os.path.realpath(path):
                 continue
             doc = open_docs.get(file)
@@ -193,7 +189,6 @@ class OcclintServer(LanguageServer):
             self.notice(report.notice.removeprefix("occlint: notice: "))
         errors = errors_by_file_of(report.errors, [path]).get(path, [])
         self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)), tuple(errors))
-        self.includes[os.path.realpath(path)] = tuple(report.project_files())
 
     def compile_python(self, uri: str, path: str, text: str) -> None:
         """A Python buffer's CUDA strings compiled (NVRTC/nvcc, cached), linted (worker thread)."""
@@ -319,6 +314,7 @@ def hover_markdown(facts, offset: int) -> str | None:
     from the facts the diagnostics were made from (the kernel a launch calls: occlint.link)."""
     from occlint import occupancy
     from occlint.facts import primary_limiter
+    from occlint.units import format_size
 
     sf = facts.source
     kf = None
@@ -341,7 +337,7 @@ def hover_markdown(facts, offset: int) -> str | None:
             for u in kf.usages[arch]:
                 label = f"{arch} `<{', '.join(u.template_args)}>`" if u.template_args else arch
                 out.append(f"| {label} | {u.registers} | {u.spill_stores}/{u.spill_loads} | "
-                           f"{u.static_smem} B |")
+                           f"{format_size(u.static_smem)} |")
     sites = kf.sites
     if sites:
         out += ["", "| arch | block | occupancy | limiter |", "|---|---|---|---|"]
