@@ -60,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         parser.print_help()
         return 2
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:       # the sub-command's usage, not the top level's (argparse's default)
+        sub = next((a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"), None)
+        command = sub.choices.get(argv[0]) if sub is not None and argv[0] in COMMANDS else None
+        (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2
