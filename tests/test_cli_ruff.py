@@ -237,3 +237,29 @@ def test_watch_lints_again_on_change(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+# --- consistency between commands -------------------------------------------------------------------
+
+
+def test_doctor_lists_only_archs_check_accepts(tmp_path, nvcc_path):
+    import re
+
+    root = project(tmp_path)
+    doctor = run_cli("doctor", "--nvcc", nvcc_path, cwd=root)
+    listed = re.search(r"^supported archs\s+(.*)$", doctor.stdout, re.M).group(1).split()
+    assert "sm_90" in listed
+    for arch in listed:
+        r = run_cli("check", "k.cuh", "--arch", arch, "--nvcc", nvcc_path, cwd=root)
+        assert r.returncode == 1 and "unknown architecture" not in r.stderr, (arch, r.stderr)
+
+
+def test_comma_archs_in_calc_and_kernels_takes_jobs(tmp_path):
+    r = run_cli("calc", "--arch", "sm_80,sm_90", "--regs", "32", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [d["arch"] for d in json.loads(r.stdout)] == ["sm_80", "sm_90"]
+    text = run_cli("calc", "--arch", "sm_80,sm_90", "--regs", "32").stdout
+    assert text.count("occupancy: ") == 2
+    root = project(tmp_path)
+    k = run_cli("kernels", "k.cuh", "--jobs", "1", "--arch", "sm_80,sm_90", cwd=root)
+    assert k.returncode == 0, k.stderr

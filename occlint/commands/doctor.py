@@ -19,6 +19,21 @@ def _size(n: int) -> str:
     return f"{n:.1f} GiB"
 
 
+def checkable(archs) -> list[str]:
+    """The archs both nvcc compiles and occlint's GPU table knows: what `check --arch` accepts."""
+    from occlint import gpus
+    from occlint.errors import OcclintError
+
+    out = []
+    for a in archs:
+        try:
+            gpus.arch(a)
+        except OcclintError:
+            continue
+        out.append(a)
+    return out
+
+
 def run(args) -> int:
     from occlint.toolchain import archs_for, find_nvcc
     from occlint.toolchain.cache import cache_dir, looks_like_cache, stats
@@ -37,8 +52,12 @@ def run(args) -> int:
             ("ptxas", nvcc.ptxas),
             ("host compiler", f"{nvcc.host_compiler} ({nvcc.host_version})" if nvcc.host_compiler
              else "not found: nvcc needs g++ on PATH"),
-            ("supported archs", " ".join(nvcc.archs) or "unknown"),
+            ("supported archs", " ".join(checkable(nvcc.archs)) or "unknown"),
         ]
+        others = [a for a in nvcc.archs if a not in checkable(nvcc.archs)]
+        if others:      # nvcc compiles them, but occlint has no occupancy limits for them
+            rows.append(("not checkable", f"{' '.join(others)} (nvcc compiles them; occlint's "
+                                          "GPU table has no limits for them, so check rejects them)"))
     archs = archs_for(config, entries)
     source = ("config" if config.arch else f"gpu {config.gpu}" if config.gpu != type(config).gpu
               else "compile_commands.json" if cc_path and entries else "default")
