@@ -235,7 +235,7 @@ def test_doctor_and_clean(tmp_path, nvcc_path):
     collect_usage([str(tmp_path / "k.cu")], Config(root=str(tmp_path), nvcc=nvcc_path,
                                                     arch=("sm_90",)))
     doctor = run_cli("doctor", "--nvcc", nvcc_path, cwd=tmp_path)
-    assert re.search(r"cache\s+.*\.occlint_cache \(1 entries", doctor.stdout)
+    assert re.search(r"cache\s+.*\.occlint_cache \(1 entry, ", doctor.stdout)
     (tmp_path / "notacache").mkdir()
     refused = run_cli("clean", "--cache-dir", "notacache", cwd=tmp_path)
     assert refused.returncode == 2 and "refusing" in refused.stderr

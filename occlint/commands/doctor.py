@@ -12,11 +12,15 @@ def add_arguments(parser):
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024:
-            return f"{n:g} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+    """Bytes in the units `calc` and `kernels` use (B, KiB, MiB); exact where it can be."""
+    from occlint.units import format_size
+
+    if n < 1024 or (n < 1 << 20 and n % 128 == 0):
+        return format_size(n)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def checkable(archs) -> list[str]:
@@ -67,7 +71,7 @@ def run(args) -> int:
         rows.append(("cache", "disabled (no-cache)"))
     elif looks_like_cache(cache):
         count, size = stats(cache)
-        rows.append(("cache", f"{cache} ({count} entries, {_size(size)})"))
+        rows.append(("cache", f"{cache} ({count} entr{'y' if count == 1 else 'ies'}, {_size(size)})"))
     else:
         rows.append(("cache", f"{cache} (empty)"))
     rows.append(("compile_commands.json",
