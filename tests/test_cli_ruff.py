@@ -97,9 +97,11 @@ def test_color_flags_and_environment(tmp_path):
 def test_statistics_ends_like_ruff_and_output_file_keeps_the_summary_on_stderr(tmp_path):
     root = project(tmp_path)
     stats = run_cli("check", "--statistics", cwd=root)
-    assert stats.stdout.splitlines() == ["1\tOCC031\t[*] block-size-not-warp-multiple",
-                                         "Found 1 finding.",
-                                         "[*] 1 fixable with the `--fix` option."]
+    assert stats.stdout.splitlines() == [
+        "1\tOCC031\tblock-size-not-warp-multiple", "Found 1 finding.",
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)."]
+    unsafe = run_cli("check", "--statistics", "--unsafe-fixes", cwd=root)
+    assert unsafe.stdout.splitlines()[-1] == "[*] 1 fixable with the `--fix` option."
     out = root / "report.txt"
     r = run_cli("check", "--output-format", "concise", "--output-file", str(out), cwd=root)
     assert r.stdout == ""
@@ -123,29 +125,35 @@ def test_one_hidden_fix_is_singular(tmp_path):
 # --- fix control ------------------------------------------------------------------------------------
 
 
+# OCC031's round-up is an unsafe fix: these runs pass --unsafe-fixes
 def test_fix_only_show_fixes_exit_non_zero_on_fix(tmp_path):
     root = project(tmp_path)
-    r = run_cli("check", "--fix-only", "--show-fixes", cwd=root)
+    assert run_cli("check", "--fix-only", cwd=root).stdout == (
+        "No findings fixed (1 fix available with `--unsafe-fixes`).\n")
+    r = run_cli("check", "--fix-only", "--show-fixes", "--unsafe-fixes", cwd=root)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["Fixed 1 finding:", "- k.cuh:",
                                      "    1 \u00d7 OCC031 (block-size-not-warp-multiple)",
                                      "Fixed 1 finding."]
     assert (root / "k.cuh").read_text() == FIXED
     (root / "k.cuh").write_text(SCALE_100)
-    r = run_cli("check", "--fix", "--exit-non-zero-on-fix", "--output-format", "concise", cwd=root)
+    r = run_cli("check", "--fix", "--unsafe-fixes", "--exit-non-zero-on-fix", "--output-format",
+                "concise", cwd=root)
     assert r.returncode == 1 and "Found 1 finding (1 fixed, 0 remaining)." in r.stdout
-    r = run_cli("check", "--fix", cwd=root)
+    r = run_cli("check", "--fix", "--unsafe-fixes", cwd=root)
     assert r.returncode == 0 and "All checks passed!" in r.stdout
 
 
 def test_fixable_unfixable_extend_fixable(tmp_path):
     root = project(tmp_path)
-    r = run_cli("check", "--fix", "--unfixable", "OCC031", "--output-format", "concise", cwd=root)
+    fix = ("check", "--fix", "--unsafe-fixes")
+    r = run_cli(*fix, "--unfixable", "OCC031", "--output-format", "concise", cwd=root)
     assert r.returncode == 1 and (root / "k.cuh").read_text() == SCALE_100
     assert "OCC031 [*]" not in r.stdout and "Found 1 finding." in r.stdout
-    r = run_cli("check", "--fix", "--fixable", "OCC02", "--output-format", "concise", cwd=root)
+    assert "fixable" not in r.stdout and "hidden" not in r.stdout     # no fix left to offer
+    r = run_cli(*fix, "--fixable", "OCC02", "--output-format", "concise", cwd=root)
     assert (root / "k.cuh").read_text() == SCALE_100
-    r = run_cli("check", "--fix", "--fixable", "OCC02", "--extend-fixable", "OCC031", cwd=root)
+    r = run_cli(*fix, "--fixable", "OCC02", "--extend-fixable", "OCC031", cwd=root)
     assert r.returncode == 0 and (root / "k.cuh").read_text() == FIXED
 
 
