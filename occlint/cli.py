@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "show the nvcc, host compiler, archs and cache occlint would use"),
     "clean": ("clean", "remove the compile cache"),
     "nvcc": ("nvcc", "compiler launcher: run an nvcc command and record kernel usage beside the object"),
-    "report": ("report", "lint sources with the usage recorded by `occlint nvcc` in a build tree"),
+    "report": ("report", "write the HTML report (--html FILE), or lint with the usage `occlint nvcc` recorded in a build tree (BUILD_DIR)"),
     "rule": ("rule", "explain one rule"),
     "rules": ("rules", "list all rules"),
     "baseline": ("baseline", "write the current findings to a baseline file"),

@@ -122,7 +122,8 @@ def _site_evaluation(site, root: str) -> Evaluation:
         limiter = f"cannot launch ({(site.unlaunchable or 'no block fits').replace('_', ' ')})"
     else:
         value, blocks, limiter = occ.occupancy, occ.active_blocks, curves_mod.limiter_of(occ)
-    return Evaluation("launch" if launch is not None else "launch_bounds", site.label, site.block,
+    basis = getattr(site, "basis", None) or ("launch" if launch is not None else "launch_bounds")
+    return Evaluation(basis, site.label, site.block,
                       site.dynamic_smem, value, blocks, limiter,
                       f"{shown_path(path, root)}:{line}", site.usage, site.static_smem,
                       site.max_dynamic_smem, site.carveout, bound)

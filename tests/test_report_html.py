@@ -309,6 +309,8 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
             findings: [...document.querySelectorAll('article.finding')].map(a => a.dataset.code),
             links: [...document.querySelectorAll('a[href^="#"]')].every(a => document.getElementById(a.hash.slice(1))),
             buttons: document.querySelectorAll('#kernel-table th button').length,
+            ink: [...document.querySelectorAll('article.finding .msg')].every(m =>
+                getComputedStyle(m).color === getComputedStyle(document.body).color),
         }))()""")
         assert sorted(dom["kernels"]) == ["block_reduce_naive", "scale"]
         assert len(dom["charts"]) == 6
@@ -317,6 +319,7 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
             assert width >= 300                            # three in a row at 1280 px
         assert dom["findings"] == ["OCC020", "OCC032", "OCC033", "OCC031"]
         assert dom["links"] and dom["buttons"] == 11
+        assert dom["ink"]                                  # messages in body text colour
         # sorting by occupancy: the kernel that cannot launch comes first
         order = page.eval("""(() => { const b = [...document.querySelectorAll('#kernel-table th button')]
             .find(b => b.textContent.trim().startsWith('Occupancy')); b.click();

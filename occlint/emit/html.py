@@ -265,7 +265,7 @@ def _findings(model: ReportModel, ids: dict[int, str]) -> list[str]:
         fid = ids[id(f)]
         path = shown_path(f.path, model.root)
         kernel = model.finding_kernel.get(id(f))
-        out.append(f'<article class="finding sev-{escape(f.severity)}" id="{fid}" data-code="{f.code}">'
+        out.append(f'<article class="finding f-{escape(f.severity)}" id="{fid}" data-code="{f.code}">'
                    f'<h3><span class="sev sev-{escape(f.severity)}">{escape(f.severity)}</span> '
                    f'<a href="{escape(f.url, quote=True)}">{f.code}</a> {escape(f.name)}'
                    f'{" on " + escape(f.arch) if f.arch else ""}</h3>'
@@ -366,9 +366,9 @@ figcaption{font-size:13px;color:var(--muted);margin-top:4px}
 details summary{cursor:pointer;font-size:13px;margin-top:4px}
 table.numbers{font-size:12.5px}
 article.finding{border:1px solid var(--line);border-left-width:6px;border-radius:4px;padding:4px 12px;margin:10px 0}
-article.finding.sev-error{border-left-style:double;border-left-color:#8b0000}
-article.finding.sev-warning{border-left-color:#6b4a00}
-article.finding.sev-info{border-left-style:dashed;border-left-color:#1d3f7a}
+article.finding.f-error{border-left-style:double;border-left-color:#8b0000}
+article.finding.f-warning{border-left-color:#6b4a00}
+article.finding.f-info{border-left-style:dashed;border-left-color:#1d3f7a}
 article.finding h3{margin:.4em 0 .2em}
 .loc{margin:.2em 0;color:var(--muted)}
 pre{background:var(--soft);padding:6px 8px;overflow-x:auto;border-radius:4px}
