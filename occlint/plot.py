@@ -135,8 +135,9 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
     else:
         pts = " ".join(f"{X(s.first)},{Y(s.occupancy)}" for s in curve.segments)
         out.append(f'<polyline points="{pts}" fill="none" stroke="{INK}" stroke-width="1.5" class="curve"/>')
-        out.append(f'<g fill="{INK}">' + "".join(f'<circle cx="{X(s.first)}" cy="{Y(s.occupancy)}" r="1.8"/>'
-                                                 for s in curve.segments) + "</g>")
+        # a dot at each point: zero-length segments with round caps (one element, not 32 circles)
+        dots = "".join(f"M{X(s.first)},{Y(s.occupancy)}h0" for s in curve.segments)
+        out.append(f'<path d="{dots}" stroke="{INK}" stroke-width="3.6" stroke-linecap="round" class="dots"/>')
     # cliffs: a rule from the current level to the cliff's level, a marker and a label
     labels: list[tuple[float, float, str, str, str]] = []
     now_x, now_y = X(curve.current), Y(curve.current_occupancy)

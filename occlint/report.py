@@ -202,7 +202,7 @@ def build(result, *, root: str | None = None, findings=None) -> ReportModel:
                 fig.evaluations = [best_evaluation(fig.arch, u, kernel, where) for u in fig.usages
                                    if _ukey(u) not in evaluated]
             fig.focus = _focus(fig)
-            if fig.focus is not None:
+            if fig.focus is not None and e.path is not None:     # no curves for library kernels
                 fig.curves = _curves(fig.arch, fig.focus)
         e.instantiations = sorted(labels)
     findings = list(result.findings if findings is None else findings)
@@ -230,6 +230,14 @@ def _focus(fig: ArchFigures) -> Evaluation | None:
     """The configuration the curves are drawn around: the lowest launchable occupancy."""
     usable = [ev for ev in fig.evaluations if ev.usage is not None and ev.occupancy is not None]
     return min(usable, key=lambda ev: ev.occupancy, default=None)
+
+
+def curves_key(fig: ArchFigures) -> tuple:
+    """What the charts of `fig` show, without the arch: equal keys draw identical charts."""
+    def step(s):
+        return None if s is None else (s.value, s.result.occupancy)
+    return tuple((c.kind, c.segments, c.current, c.x_max, step(c.gain), step(c.loss))
+                 for c in fig.curves)
 
 
 def _curves(arch: str, ev: Evaluation) -> tuple:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from html import escape
 
-from occlint import __version__, plot
+from occlint import __version__, plot, report
 from occlint.emit.encode import xml_text
 from occlint.model import Finding
 from occlint.report import BUCKETS, ReportModel, occupancy_buckets, shown_path
@@ -25,8 +25,6 @@ DASH = "\u2014"
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
            result=None) -> str:
-    from occlint import report
-
     findings = list(findings)
     if result is not None and result.config is not None:
         model = report.build(result, root=root, findings=findings)
@@ -181,13 +179,14 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
                 f'<td>{_basis(w.basis) if w else ""}</td>'
                 f'<td class="num">{n_find}</td></tr>')
     out.append("</tbody></table></div>")
+    counter = [0]                          # chart ids: c1, c2, ... (short: a page holds thousands)
     for e in model.kernels:
-        out += _kernel_detail(model, e, ids)
+        out += _kernel_detail(model, e, ids, counter)
     out.append("</section>")
     return out
 
 
-def _kernel_detail(model: ReportModel, e, ids: dict[int, str]) -> list[str]:
+def _kernel_detail(model: ReportModel, e, ids: dict[int, str], counter: list[int]) -> list[str]:
     where = (f"defined at <code>{escape(shown_path(e.path, model.root))}:{e.line}</code>" if e.path
              else "compiled, not found in the sources")
     out = [f'<article class="kernel" id="{e.anchor}" data-kernel="{escape(e.name, quote=True)}">'
@@ -199,11 +198,13 @@ def _kernel_detail(model: ReportModel, e, ids: dict[int, str]) -> list[str]:
         out.append('<p>Findings: ' + ", ".join(
             f'<a href="#{ids[id(f)]}">{f.code}{" (" + escape(f.arch) + ")" if f.arch else ""} line {f.span.line}</a>'
             for f in e.findings if id(f) in ids) + "</p>")
+    drawn: dict[tuple, str] = {}          # curves key -> the arch whose section shows them
     for arch in model.archs:
         fig = e.archs.get(arch)
         if fig is None:
             continue
-        out.append(f'<section class="arch" data-arch="{arch}"><h4>{escape(e.name)} on {arch}</h4>')
+        out.append(f'<section class="arch" id="{e.anchor}-{arch}" data-arch="{arch}">'
+                   f"<h4>{escape(e.name)} on {arch}</h4>")
         if fig.usages:
             out.append('<p class="usage">' + "; ".join(
                 f"<code>{escape(_ulabel(u))}</code>: {u.registers} registers, "
@@ -221,21 +222,29 @@ def _kernel_detail(model: ReportModel, e, ids: dict[int, str]) -> list[str]:
                            f'<td class="num">{_pct(ev.occupancy)}</td><td class="num">{ev.active_blocks}</td>'
                            f"<td>{escape(_limiter(ev.limiter))}</td><td><code>{escape(ev.where)}</code></td></tr>")
             out.append("</tbody></table></div>")
-        if fig.curves:
+        key = report.curves_key(fig) if fig.curves else None
+        if fig.curves and key in drawn:
+            same = drawn[key]
+            out.append(f'<p class="at same">The curves are those on <a href="#{e.anchor}-{same}">{same}</a>: '
+                       "the same limits give the same occupancy at every point.</p>")
+        elif fig.curves:
+            drawn[key] = arch
             ev = fig.focus
             at = (f"{ev.block} threads/block, {ev.usage.registers} registers/thread, "
                   f"{format_size(ev.static_smem + ev.dynamic_smem)} shared memory/block "
                   f"({_basis(ev.basis)}, <code>{escape(ev.where)}</code>)")
             out.append(f'<p class="at">Curves at {at}:</p><div class="charts">')
             for curve in fig.curves:
-                cid = f"{e.anchor}-{arch}-{curve.kind}"
+                counter[0] += 1
                 out.append(f'<figure class="chartbox" data-kind="{curve.kind}">'
-                           + plot.chart(curve, cid, heading=f"{curve.title} ({arch})")
+                           + plot.chart(curve, f"c{counter[0]}", heading=f"{curve.title} ({arch})")
                            + f'<figcaption>{escape(plot.description(curve))}</figcaption>'
                            + _chart_table(curve) + "</figure>")
             out.append("</div>")
         elif not fig.usages:
             out.append('<p class="notice">No compiler figures for this arch, so no curves.</p>')
+        elif e.path is None:
+            out.append("<p>Compiled only (a library or generated kernel): its figures, no curves.</p>")
         out.append("</section>")
     out.append("</article>")
     return out
@@ -248,7 +257,8 @@ def _ulabel(u) -> str:
 def _chart_table(curve) -> str:
     head = {"block_size": "Threads per block", "registers": "Registers per thread",
             "shared_memory": "Shared memory per block"}[curve.kind]
-    rows = "".join(f'<tr><td>{escape(a)}</td><td class="num">{b}</td><td class="num">{c}</td><td>{escape(d)}</td></tr>'
+    # end tags of cells and rows are implied (HTML): a page holds thousands of these rows
+    rows = "".join(f'<tr><td>{escape(a)}<td class="num">{b}<td class="num">{c}<td>{escape(d)}'
                    for a, b, c, d in plot.table_rows(curve))
     return (f'<details><summary>Numbers</summary><table class="numbers"><thead><tr><th scope="col">{head}</th>'
             '<th scope="col" class="num">Occupancy</th><th scope="col" class="num">Blocks/SM</th>'
