@@ -12,6 +12,7 @@ report shows the numbers the findings were computed from. A kernel with no evalu
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from occlint import curves as curves_mod
@@ -206,12 +207,18 @@ def build(result, *, root: str | None = None, findings=None) -> ReportModel:
                 fig.curves = _curves(fig.arch, fig.focus)
         e.instantiations = sorted(labels)
     findings = list(result.findings if findings is None else findings)
-    model = ReportModel(root, tuple(sorted(all_archs)), kernels, findings,
+    model = ReportModel(root, tuple(sorted(all_archs, key=arch_order)), kernels, findings,
                         dict(result.sources), list(result.files), list(result.notices),
                         getattr(config, "min_occupancy", 0.5),
                         compiled=any(result.usage.values()))
     link_findings(model)
     return model
+
+
+def arch_order(arch: str) -> tuple:
+    """sm_80 before sm_90 before sm_100 (numerically), sm_90 before sm_90a."""
+    m = re.match(r"\D*(\d+)(.*)", arch)
+    return (int(m.group(1)), m.group(2)) if m else (1 << 30, arch)
 
 
 def _ukey(u: Usage) -> tuple:

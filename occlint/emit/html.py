@@ -29,7 +29,7 @@ def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str
     if result is not None and result.config is not None:
         model = report.build(result, root=root, findings=findings)
     else:
-        model = ReportModel(root, tuple(sorted({f.arch for f in findings if f.arch})), [], findings,
+        model = ReportModel(root, tuple(sorted({f.arch for f in findings if f.arch}, key=report.arch_order)), [], findings,
                             dict(sources or {}), sorted({f.path for f in findings}), [], 0.5, False)
     return page(model)
 
@@ -174,7 +174,7 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
                 f'<td class="num" data-sort="{smem[1] if smem else -1}">{_range(smem, format_size)}</td>'
                 f'<td class="num" data-sort="{bars[1] if bars else -1}">{_range(bars)}</td>'
                 f'<td class="num" data-sort="{occ_sort:.4f}">{_pct(w.occupancy) if w else DASH}</td>'
-                f'<td>{escape(_limiter(w.limiter)) if w else ""}</td>'
+                f'<td>{escape(_limiter(w.limiter)) + (" (registers unknown)" if w and w.usage is None else "") if w else ""}</td>'
                 f'<td class="num" data-sort="{w.block if w else -1}">{w.block if w and w.block else DASH}</td>'
                 f'<td>{_basis(w.basis) if w else ""}</td>'
                 f'<td class="num">{n_find}</td></tr>')
@@ -357,7 +357,7 @@ th button:focus-visible{outline:2px solid var(--link)}
 th button::after{content:" \\2195";color:var(--muted)}
 th[aria-sort=ascending] button::after{content:" \\25B2"}
 th[aria-sort=descending] button::after{content:" \\25BC"}
-#kernel-table td:first-child{white-space:nowrap}
+#kernel-table td:first-child{min-width:10em;max-width:26em;overflow-wrap:anywhere}
 .sev{display:inline-block;border-radius:3px;padding:0 5px;font-size:.85em;font-weight:600;border:1px solid}
 .sev-error{color:#8b0000;border-style:double;border-width:3px}
 .sev-warning{color:#6b4a00;border-style:solid}
