@@ -434,3 +434,21 @@ def test_an_arch_with_the_same_curves_links_to_them_and_library_kernels_get_none
     same = dom.all("p", cls="same")
     assert len(same) == 1 and f'href="#{k.anchor}-sm_90"' in page
     assert {r["data-kernel"] for r in dom.all("tr", data_arch="sm_90")} == {"k", "cub::Kernel"}
+
+
+def test_a_finding_folded_over_archs_counts_once_per_arch_and_once_in_total():
+    from occlint.emit import html
+    from occlint.model import Finding, Span
+
+    f = Finding("OCC010", "register-cliff", "m", "k.cu", Span(3, 5, 3, 9), arch="sm_80,sm_90", kernel="k")
+    g = Finding("OCC031", "block-size-not-warp-multiple", "m", "k.cu", Span(4, 5, 4, 9), kernel="k")
+    dom = _Dom()
+    dom.feed(html.render([f, g], root=".", sources={"k.cu": "a\nb\nc\nd\n"}))
+    heads = [th["text"].strip() for th in dom.all("th") if th["text"].strip()][:6]
+    assert heads == ["Rule", "Severity", "sm_80", "sm_90", "any", "Total"]
+    rows = {}
+    for tr in dom.all("tr"):
+        cells = _row_cells(dom, tr)
+        if cells and cells[0]["text"].startswith("OCC"):
+            rows[cells[0]["text"].split()[0]] = [c["text"] for c in cells[2:]]
+    assert rows == {"OCC010": ["1", "1", "0", "1"], "OCC031": ["0", "0", "1", "1"]}

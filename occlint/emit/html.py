@@ -29,7 +29,8 @@ def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str
     if result is not None and result.config is not None:
         model = report.build(result, root=root, findings=findings)
     else:
-        model = ReportModel(root, tuple(sorted({f.arch for f in findings if f.arch}, key=report.arch_order)), [], findings,
+        model = ReportModel(root, tuple(sorted({a for f in findings for a in archs_of(f)},
+                                               key=report.arch_order)), [], findings,
                             dict(sources or {}), sorted({f.path for f in findings}), [], 0.5, False)
     return page(model)
 
@@ -43,6 +44,11 @@ def _range(pair, fmt=str) -> str:
         return "\u2014"
     lo, hi = pair
     return fmt(lo) if lo == hi else f"{fmt(lo)}\u2013{fmt(hi)}"
+
+
+def archs_of(f: Finding) -> list[str]:
+    """The archs a finding holds for: one, several when folded ("sm_80,sm_90"), none."""
+    return [a.strip() for a in (f.arch or "").split(",") if a.strip()]
 
 
 def _limiter(text: str) -> str:
@@ -98,9 +104,12 @@ def _summary(model: ReportModel, counts: Counter) -> list[str]:
     # findings per rule and severity, per arch
     archs = list(model.archs)
     by_rule: dict[str, Counter] = {}
+    totals: Counter = Counter()
     names, sev = {}, {}
     for f in model.findings:
-        by_rule.setdefault(f.code, Counter())[f.arch or ""] += 1
+        for a in archs_of(f) or [""]:        # a finding folded over archs counts for each
+            by_rule.setdefault(f.code, Counter())[a] += 1
+        totals[f.code] += 1
         names[f.code], sev[f.code] = f.name, f.severity
     out.append('<h3>Findings per rule</h3><div class="scroll"><table class="sortable" id="rule-table">'
                '<caption>Findings per rule, severity and arch (\u201cany\u201d: arch-independent)</caption>'
@@ -113,7 +122,7 @@ def _summary(model: ReportModel, counts: Counter) -> list[str]:
                    f'<td data-sort="{SEVERITIES.index(sev[code]) if sev[code] in SEVERITIES else 9}">'
                    f'<span class="sev sev-{escape(sev[code])}">{escape(sev[code])}</span></td>'
                    + "".join(f'<td class="num">{c.get(a, 0)}</td>' for a in archs)
-                   + f'<td class="num">{c.get("", 0)}</td><td class="num">{sum(c.values())}</td></tr>')
+                   + f'<td class="num">{c.get("", 0)}</td><td class="num">{totals[code]}</td></tr>')
     if not by_rule:
         out.append(f'<tr><td colspan="{len(archs) + 4}">No findings.</td></tr>')
     out.append("</tbody></table></div>")
@@ -165,7 +174,7 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
             smem = fig.span(lambda u: u.static_smem)
             bars = fig.span(lambda u: u.barriers)
             occ_sort = -1 if w is None or w.occupancy is None else w.occupancy
-            n_find = sum(1 for f in e.findings if f.arch in (arch, None))
+            n_find = sum(1 for f in e.findings if not f.arch or arch in archs_of(f))
             out.append(
                 f'<tr data-kernel="{escape(e.name, quote=True)}" data-arch="{arch}">'
                 f'<td><a href="#{e.anchor}">{escape(e.name)}</a></td><td>{arch}</td>'
