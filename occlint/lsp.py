@@ -314,6 +314,7 @@ def hover_markdown(facts, offset: int) -> str | None:
     from the facts the diagnostics were made from (the kernel a launch calls: occlint.link)."""
     from occlint import occupancy
     from occlint.facts import primary_limiter
+    from occlint.units import format_size
 
     sf = facts.source
     kf = None
@@ -336,7 +337,7 @@ def hover_markdown(facts, offset: int) -> str | None:
             for u in kf.usages[arch]:
                 label = f"{arch} `<{', '.join(u.template_args)}>`" if u.template_args else arch
                 out.append(f"| {label} | {u.registers} | {u.spill_stores}/{u.spill_loads} | "
-                           f"{u.static_smem} B |")
+                           f"{format_size(u.static_smem)} |")
     sites = kf.sites
     if sites:
         out += ["", "| arch | block | occupancy | limiter |", "|---|---|---|---|"]
