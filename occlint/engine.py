@@ -221,9 +221,13 @@ def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: Lint
     `python`: the run's Python files, whose torch extension calls give units their flags."""
     if not cuda:
         return None
-    from occlint.python.extensions import run_entries
     from occlint.toolchain import collect_usage
-    report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=run_entries(config.root, python))
+    extra: list[dict] = []
+    # libcst (~0.1 s to import) only when there is a setup.py or Python file to read
+    if python or os.path.isfile(os.path.join(config.root, "setup.py")):
+        from occlint.python.extensions import run_entries
+        extra = run_entries(config.root, python)
+    report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=extra)
     if report.notice:
         result.notices.append(report.notice)
     return report

@@ -191,8 +191,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     cc_path = find_compile_commands(config)
     entries = load_compile_commands(cc_path)
     if extra_entries is None:
-        from occlint.python.extensions import project_entries
-        extra_entries = project_entries(config.root)
+        extra_entries = []
+        if os.path.isfile(os.path.join(config.root, "setup.py")):   # libcst only when needed
+            from occlint.python.extensions import project_entries
+            extra_entries = project_entries(config.root)
     entries = [*entries, *extra_entries]          # index_entries: the first entry of a file wins
     archs = archs_for(config, entries)
     report = UsageReport(archs=archs)
