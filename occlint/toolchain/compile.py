@@ -259,6 +259,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             _kill_group(proc)
         raise
     pool.shutdown()
+    if cache and cache.refused:
+        WARNINGS.add(f"the compile cache is off: {cache.root} is not a folder occlint created "
+                     "(no CACHEDIR.TAG from occlint); set `cache-dir` to a folder that does not "
+                     "exist yet")
     if WARNINGS:
         report.notice = "\n".join(f"occlint: warning: {w}" for w in sorted(WARNINGS))
     if cache and cache.writes:
