@@ -120,17 +120,17 @@ def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
 
 
 def read_text(path: str) -> str:
-    """Decode a file as UTF-8 (a BOM is dropped); OcclintError with one clear line otherwise."""
+    """A regular file's text (a BOM dropped); OcclintError with one clear line when it cannot be
+    read or is not a regular file (a FIFO or device would block). Bytes that are not UTF-8
+    (Latin-1 comments) decode as U+FFFD, one character each, so positions stay right;
+    `fix.write_fixed` refuses to write such a file."""
+    from occlint.files import decode, read_regular
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path)
     except OSError as exc:
-        raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise OcclintError(f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-                           f"{exc.start}); file skipped") from None
+        raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}; file skipped") from None
+    return decode(data)
 
 
 def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:

@@ -45,3 +45,8 @@ def is_regular(path: str | os.PathLike) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
+
+
+def decode(data: bytes) -> str:
+    """Source bytes as text: UTF-8 with a BOM dropped; a byte that is not UTF-8 becomes U+FFFD."""
+    return data.decode("utf-8-sig", errors="replace")

@@ -78,8 +78,10 @@ def apply_fixes(text: str, findings: Sequence[Finding], *, unsafe: bool = False)
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True),
-                                        after.splitlines(keepends=True),
+    from occlint.source.text import split_lines
+
+    return "".join(difflib.unified_diff(split_lines(before, keepends=True),
+                                        split_lines(after, keepends=True),
                                         fromfile=f"a/{path}", tofile=f"b/{path}"))
 
 

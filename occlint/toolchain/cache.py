@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from occlint.config import Config
+from occlint.files import read_regular
 
 FORMAT = 1
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
@@ -46,7 +47,7 @@ def looks_like_cache(path: Path) -> bool:
     try:
         if path.is_symlink() or not path.is_dir() or tag.is_symlink():
             return False
-        return tag.read_text(encoding="utf-8").startswith(TAG.split("\n")[0] + "\n# occlint")
+        return read_regular(tag).decode("utf-8").startswith(TAG.split("\n")[0] + "\n# occlint")
     except (OSError, ValueError):
         return False
 
@@ -82,9 +83,8 @@ class FileHashes:
     def __call__(self, path: str) -> str | None:
         if path not in self._memo:
             try:
-                with open(path, "rb") as fh:
-                    self._memo[path] = hashlib.sha256(fh.read()).hexdigest()
-            except OSError:
+                self._memo[path] = hashlib.sha256(read_regular(path)).hexdigest()
+            except (OSError, ValueError):     # gone, unreadable, or a FIFO/tty/device
                 self._memo[path] = None
         return self._memo[path]
 
@@ -114,7 +114,7 @@ class Cache:
         """The stored result when every recorded dependency is unchanged; else None."""
         path = self._entry(key)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path).decode("utf-8"))
             deps = data["deps"]
             ok = data.get("format") == FORMAT and all(self.hashes(p) == h for p, h in deps)
         except (OSError, ValueError, KeyError, TypeError):
@@ -217,7 +217,7 @@ def remove(root: Path) -> tuple[int, int]:
         for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", TAG)):
             file = root / name
             with contextlib.suppress(OSError):
-                if not file.is_symlink() and file.read_text(encoding="utf-8") == text:
+                if not file.is_symlink() and read_regular(file).decode("utf-8") == text:
                     file.unlink()
         with contextlib.suppress(OSError):
             os.rmdir(root)

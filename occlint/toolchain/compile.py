@@ -10,12 +10,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
+from occlint.files import is_regular
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
@@ -172,15 +173,52 @@ def _usage_to_json(u: Usage) -> dict:
     return d
 
 
+def _from_json(cls, d, unit: str):
+    """`cls(**d)` for a stored entry, checked field by field: a missing or extra field or a
+    wrong type (another occlint's format, a hand edit) raises ValueError, and the caller
+    treats the entry as a miss."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    required = {f.name for f in fields(cls) if f.default is MISSING} - {"unit"}
+    if not isinstance(d, dict) or not required <= d.keys() <= names:
+        raise ValueError(f"not a stored {cls.__name__}")
+    d = {**d, "unit": unit}
+    for key, value in d.items():
+        hint = hints[key]
+        allowed = typing.get_args(hint) if typing.get_origin(hint) is not tuple else (tuple,)
+        allowed = tuple(typing.get_origin(t) or t for t in allowed or (hint,))
+        if isinstance(value, list) and tuple in allowed:      # JSON has no tuples
+            value = d[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            if key == "template_args" and not all(isinstance(a, str) for a in value):
+                raise ValueError("template_args")
+        if isinstance(value, int) and float in allowed and not isinstance(value, bool):
+            continue
+        if isinstance(value, bool) is not (bool in allowed) or not isinstance(value, allowed):
+            raise ValueError(f"{cls.__name__}.{key}")
+    return cls(**d)
+
+
 def usage_from_json(d: dict, unit: str) -> Usage:
-    d = dict(d)
-    d["template_args"] = tuple(d.get("template_args", ()))
-    d["unit"] = unit
-    return Usage(**d)
+    return _from_json(Usage, d, unit)
 
 
 def _error_from_json(d: dict, unit: str) -> CompileError:
-    return CompileError(**{**d, "unit": unit})
+    return _from_json(CompileError, d, unit)
+
+
+def _stored(entry: dict | None, unit: str):
+    """(usages, errors, deps) of a cache entry, or None when it is missing or not what this
+    occlint writes (any unexpected or missing field is a miss, never a crash)."""
+    if entry is None:
+        return None
+    try:
+        return ([usage_from_json(u, unit) for u in entry["usages"]],
+                [_error_from_json(e, unit) for e in entry["errors"]],
+                tuple(str(p) for p, _h in entry["deps"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
@@ -199,7 +237,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     archs = archs_for(config, entries)
     report = UsageReport(archs=archs)
     files = expand_paths(paths)
-    units = [f for f in files if is_unit(f)]
+    units = [f for f in files if is_unit(f) and is_regular(f)]   # never a FIFO or device
     if not units:
         return report
     nvcc = nvcc or find_nvcc(config, entries)
@@ -222,13 +260,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         flags, cwd = flags_for(unit, config, index)
         for arch in archs:
             key = cache.key(toolchain, flags, arch, cwd, os.path.abspath(unit)) if cache else None
-            hit = cache.get(key) if key else None
+            hit = _stored(cache.get(key), unit) if key else None
             if hit is not None:
-                results[(unit, arch)] = (
-                    [usage_from_json(u, unit) for u in hit["usages"]],
-                    [_error_from_json(e, unit) for e in hit["errors"]],
-                )
-                report.includes[unit] = tuple(p for p, _h in hit["deps"])
+                results[(unit, arch)] = hit[:2]
+                report.includes[unit] = hit[2]
                 report.cached += 1
             else:
                 todo.append((unit, arch, flags, cwd, key))

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
+
+from occlint.files import read_regular
 
 _SAFE = re.compile(r"[A-Za-z0-9_./+,=@%:-]*\Z")
 
@@ -85,7 +86,8 @@ def stage(unit: str, flags: list[str], cwd: str, tmp: str) -> Stage:
         suffix = os.path.splitext(name)[1]
         st.source = os.path.join(tmp, "u", name if is_safe(name) else
                                  "unit" + (suffix if is_safe(suffix) else ".cu"))
-        shutil.copyfile(src, st.source)
+        with open(st.source, "wb") as fh:
+            fh.write(read_regular(src))
         st.links[st.source] = src
         st.flags += ["-I", link_dir]
     st.flags += _safe_flags(flags, cwd, tmp, st)
