@@ -68,12 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2
+    from occlint.process import Terminated, handle_sigterm, kill_all
+
+    handle_sigterm()            # SIGTERM (timeout, CI cancellation) is handled like Ctrl-C
     try:
         return int(args._run(args) or 0)
     except OcclintError as exc:
         print(f"occlint: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated as exc:
+        kill_all()
+        return 128 + exc.signum
     except KeyboardInterrupt:
+        kill_all()
         return 130
     except BrokenPipeError:
         return 0

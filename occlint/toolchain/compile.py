@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,6 +15,8 @@ from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
 from occlint.files import is_regular
+from occlint.process import kill_all
+from occlint.process import run as run_process
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
@@ -83,31 +83,11 @@ def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: 
             f"-Xcompiler=-MD,-MF,{deps}", "-o", os.path.join(outdir, "x.cubin"), path]
 
 
-_RUNNING: set[subprocess.Popen] = set()   # compiles in flight (killed on Ctrl-C)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-
-
 def run_with_timeout(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
     """(exit code or None on timeout, stdout+stderr). nvcc runs in its own process group, and
-    the whole group is killed on timeout: its children (cicc, ptxas) must not outlive it."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    _RUNNING.add(proc)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.communicate()
-        return None, ""
-    finally:
-        _RUNNING.discard(proc)
-    return proc.returncode, out.decode("utf-8", "replace")
+    the whole group is killed on timeout and dies with occlint (occlint.process)."""
+    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd)
+    return code, out.decode("utf-8", "replace")
 
 
 def _display_path(reported: str, cwd: str, unit: str) -> str:
@@ -288,10 +268,9 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                         "errors": [asdict(e) for e in errors],
                         "time": time.time(),
                     })
-    except BaseException:  # Ctrl-C: drop queued compiles, kill running ones
+    except BaseException:  # Ctrl-C, SIGTERM: drop queued compiles, kill running ones
         pool.shutdown(wait=False, cancel_futures=True)
-        for proc in list(_RUNNING):
-            _kill_group(proc)
+        kill_all()
         raise
     pool.shutdown()
     if cache and cache.refused:

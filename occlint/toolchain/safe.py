@@ -151,8 +151,11 @@ WARNINGS: set[str] = set()   # flags skipped in this process (collect_usage repo
 
 
 def private_tmpdir():
-    """A fresh private temp folder whose path is shell-safe (else under /tmp)."""
+    """A fresh private temp folder whose path is shell-safe (else under /tmp); the watchdog
+    removes it if occlint dies first."""
     import tempfile
 
+    from occlint.process import temp_folder
+
     base = tempfile.gettempdir()
-    return tempfile.TemporaryDirectory(prefix="occlint-", dir=base if is_safe(base) else "/tmp")
+    return temp_folder(prefix="occlint-", dir=base if is_safe(base) else "/tmp")
