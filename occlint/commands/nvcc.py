@@ -119,18 +119,26 @@ def _call(cmd: list[str]) -> int:
     if not hasattr(os, "posix_spawnp"):
         import subprocess
         return subprocess.call(cmd)
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ)
     got: list[int] = []
+    child: list[int] = []
 
     def forward(signum, _frame):
         got.append(signum)
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
+        for pid in child:
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
+        pid = os.posix_spawnp(cmd[0], cmd, os.environ)
+        child.append(pid)
+        for signum in got:          # arrived while the compiler was being started
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
         while True:
             try:
                 _, status = os.waitpid(pid, 0)
