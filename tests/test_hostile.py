@@ -166,7 +166,7 @@ def test_latin1_source_is_linted_with_right_positions(tmp_path):
 def test_latin1_source_is_never_fixed(tmp_path):
     (tmp_path / "k.cu").write_bytes(LATIN1)
     (tmp_path / "ok.cu").write_text(SCALE_100)
-    proc = run_cli("fix", "--select", "OCC031", ".", cwd=tmp_path)
+    proc = run_cli("fix", "--unsafe-fixes", "--select", "OCC031", ".", cwd=tmp_path)
     assert proc.returncode == 2
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
     assert len(errors) == 1 and "k.cu" in errors[0] and "UTF-8" in errors[0], proc.stderr

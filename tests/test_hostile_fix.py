@@ -17,7 +17,7 @@ FIXED_100 = SCALE_100.replace("<<<4096, 100>>>", "<<<4096, 128>>>")
 
 
 def _fix(root, *paths):
-    return run_cli("fix", "--select", "OCC031", *(paths or ["."]), cwd=root)
+    return run_cli("fix", "--unsafe-fixes", "--select", "OCC031", *(paths or ["."]), cwd=root)
 
 
 def test_bom_mode_and_crlf_are_kept(tmp_path):
