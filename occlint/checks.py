@@ -575,7 +575,8 @@ def resource_regression(facts: Facts) -> Iterator[Hit]:
             continue
         for arch in facts.archs:
             for u in kf.usages.get(arch, []):
-                for r in lock.compare(locked, [lock.entry(u, kf.launches)]):
+                now = lock.site_occupancy(s for s in kf.sites if s.usage is u)
+                for r in lock.compare(locked, [lock.entry(u, occupancy=now.get(lock.usage_key(u), ()))]):
                     values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                               "old": r.old, "new": r.new, "what": lock.RESOURCES.get(r.resource, ""),
                               "block": r.block or 0, "old_occ": Pct(r.old_occupancy or 0),
