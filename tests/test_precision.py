@@ -268,3 +268,26 @@ def test_occ033_only_for_kernels_that_spread_work_over_the_grid():
     launch = "void run(float* x) { k<<<64, 256>>>(x, 1 << 20); }\n"
     assert [f.code for f in lint_source(stride + launch, "k.cu", [], Config())] == ["OCC033"]
     assert lint_source(tile + launch, "k.cu", [], Config()) == []
+
+
+# --- `static __global__` kernels keep their nvcc figures ------------------------------------------
+
+def test_static_kernel_names_demangle_to_the_kernel():
+    from occlint.toolchain.demangle import split_name
+    mangled = "__nv_static_36__426b201a_14_nv12_resize_cu_d5a6aa57__Z21resizeNV12BatchKernelyyPhiiiiii"
+    assert split_name(mangled) == ("resizeNV12BatchKernel", ())
+    assert split_name("__nv_static_5__x") == ("__nv_static_5__x", ())
+
+
+def test_static_kernels_get_their_usage(nvcc_path, tmp_path):
+    import dataclasses
+
+    from occlint.toolchain import collect_usage
+    path = tmp_path / "s.cu"
+    path.write_text("static __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+                    "void run(float* x) { k<<<1000, 1024>>>(x); }\n")
+    config = dataclasses.replace(Config(arch=("sm_86",)), nvcc=nvcc_path, cache_dir=str(tmp_path / "cache"))
+    usage = list(collect_usage([str(path)], config).usage_for(str(path)))
+    assert [u.kernel for u in usage] == ["k"]
+    (f,) = lint_source(path.read_text(), str(path), usage, config)
+    assert f.code == "OCC030" and "registers/thread, occupancy on sm_86 is 66.7%" in f.message
