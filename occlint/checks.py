@@ -444,6 +444,10 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
             sites = by_launch.get(launch.span.start, [])
             if any(s.unlaunchable or s.exceeds_bounds for s in sites):
                 continue
+            bounds = specialize_kernel(kf.origin, kf.kernel, launch_args(launch))[0] \
+                if kf.origin is not None else kf.kernel.launch_bounds
+            if bounds is not None and bounds.max_threads == 1024:
+                continue    # declared for 1024 threads: ptxas keeps it launchable, by design
             measured = [s for s in sites if s.usage is not None and s.occ is not None]
             if measured and len(measured) == len(sites):
                 # nvcc's figures: what 1024 threads reach against the best smaller block

@@ -213,6 +213,10 @@ def test_occ030_says_what_nvcc_measured():
     # without usage: the hypothetical wording
     (f,) = lint_source(text, "k.cu", [], Config(arch=("sm_90",)))
     assert "above 64 registers/thread it cannot launch" in f.message
+    # declared for 1024 threads (llm.c's fused classifier): by design, and ptxas keeps it launchable
+    designed = _kernel("__launch_bounds__(1024, 1)", "k<<<1000, 1024>>>(x)")
+    assert lint_source(designed, "k.cu", [], Config(arch=("sm_90",))) == []
+    assert lint_source(designed, "k.cu", usage, Config(arch=("sm_86", "sm_90"))) == []
 
 
 # --- 11: OCC002 advice is true --------------------------------------------------------------------
