@@ -152,7 +152,7 @@ def test_kernel_factory_function_and_self_attribute(nvrtc_lib):
             def run(self, p):
                 self.kern((1,), (2000,), (p,))
         def run(p):
-            _kernel()((1,), (48,), (p,))
+            _kernel()((2,), (48,), (p,))
         ''')
     findings, _ = lint_python(src, "x.py", _cfg())
     assert [(f.code, f.span.line) for f in findings] == [("OCC031", 12), ("OCC034", 10)] or \
@@ -265,7 +265,7 @@ def test_fix_edits_inside_the_string(tmp_path, nvrtc_lib):
     src = (os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py"))
     target = tmp_path / "k.py"
     target.write_text(open(src, encoding="utf-8").read())
-    proc = run_cli("check", "--arch", "sm_90", "--fix", "--unsafe-fixes", str(target))
+    proc = run_cli("check", "--arch", "sm_90", "--config", "cliff-margin = 8", "--fix", "--unsafe-fixes", str(target))
     assert "__launch_bounds__(256, 8) accumulate(" in target.read_text(), proc.stdout + proc.stderr
 
 
@@ -424,3 +424,31 @@ def test_python_that_does_not_parse_is_a_notice_not_a_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert "bad.py:1:1: not parsed as Python" in proc.stderr
     assert "good.py:9:13: OCC031" in proc.stdout
+
+
+def test_a_value_set_under_a_condition_is_not_guessed():
+    src = textwrap.dedent('''\
+        import cupy
+        SRC = "extern \\"C\\" __global__ void k(float* p) { p[0] = 1.0f; }"
+        def make(hip):
+            code = "// head\\n"
+            if hip:
+                code += "// a\\n"
+            else:
+                code += "// b\\n"
+            code += SRC
+            return cupy.RawKernel(code, "k")
+        def make2(hip):
+            src = SRC
+            if hip:
+                src = "#include <ctime>\\n" + src
+            return cupy.RawKernel(src, "k")
+        if cupy is not None:
+            only = cupy.RawKernel(SRC, "k")      # the only value it can have
+        ''')
+    model = extract(src, "x.py")
+    first, second, third = model.modules
+    assert first.code.unknown == ["code (set under a condition)"]
+    assert first.code.text.endswith("__global__ void k(float* p) { p[0] = 1.0f; }")
+    assert second.code is None          # not the HIP variant, not the plain one: unknown
+    assert third.code is not None and not third.code.unknown

@@ -247,8 +247,8 @@ def run(args) -> int:
     all_records = []
     for path in files:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            from occlint.files import read_regular
+            data = read_regular(path)
         except OSError as exc:
             errors.append(f"cannot read {path}: {exc.strerror or exc}")
             continue

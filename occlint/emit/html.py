@@ -323,7 +323,9 @@ def _diff_class(line: str) -> str:
 
 
 def _snippet(f: Finding, text: str, context: int = 2) -> str:
-    lines = text.splitlines()
+    from occlint.source.text import split_lines
+
+    lines = split_lines(text)
     if not 1 <= f.span.line <= len(lines):
         return ""
     first, last = max(1, f.span.line - context), min(len(lines), f.span.end_line + context)

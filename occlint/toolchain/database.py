@@ -108,8 +108,9 @@ def load(path: str) -> Database:
     key = (path, st.st_size, st.st_mtime_ns)
     if key in _LOADED:
         return _LOADED[key]
+    from occlint.files import read_regular
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise OcclintError(f"cannot read {path}: {exc}") from None
     if not isinstance(data, list):

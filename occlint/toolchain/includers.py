@@ -50,9 +50,12 @@ def remember(cache, includes: dict[str, tuple[str, ...]], nvcc=None) -> None:
             changed = True
     if not changed:
         return
+    from occlint.toolchain.cache import claim
+
     root = Path(cache.root)
+    if not claim(root):          # never write into a folder occlint did not create
+        return
     try:
-        cache._ensure_root()
         fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
