@@ -212,8 +212,8 @@ def remove(root: Path) -> tuple[int, int]:
         if _SUBDIR.match(sub.name) and sub.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
                 os.rmdir(sub.path)          # only when empty
-        elif (sub.name == "probes.db" or sub.name.startswith(".tmp-probes-")) \
-                and sub.is_file(follow_symlinks=False):    # toolchain.probe's answers
+        elif (sub.name in ("probes.db", "includers.idx") or sub.name.startswith(".tmp-probes-")) \
+                and sub.is_file(follow_symlinks=False):    # toolchain.probe's answers, includers
             with contextlib.suppress(OSError):
                 os.unlink(sub.path)
     left = {e.name for e in os.scandir(root)}
