@@ -22,6 +22,7 @@ from occlint.facts import (
     launch_arg,
     launch_args,
     limiter_words,
+    effective_bounds,
     literal_int,
     occupancy_module,
     primary_limiter,
@@ -105,7 +106,7 @@ def launch_bounds_text(block: int, blocks: int) -> str:
 def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None:
     """Edits that give the kernel `__launch_bounds__(block, blocks)`, or None if unsafe to try."""
     kf, k = site.facts, site.facts.kernel
-    if not kf.here or k.maxnreg is not None:
+    if not kf.here or k.maxnreg is not None or site.basis == "best":
         return None
     sizes = [ln.block.total for ln in (*kf.launches, *kf.elsewhere)]
     if any(b is None or b > site.block for b in sizes):
@@ -133,6 +134,7 @@ def _occ_values(site: Site, facts: Facts) -> dict:
         "blocks": occ.active_blocks, "warps": occ.active_warps, "max_warps": occ.max_warps,
         "limiter": limiter_words(primary_limiter(occ, site.usage is not None)),
         "min_occupancy": Pct(facts.config.min_occupancy),
+        "max_block": site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024,
     }
 
 
@@ -147,15 +149,21 @@ def register_limited(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if site.usage is None or verdict(site, facts.config.min_occupancy) != "registers":
             continue
+        best = site.basis == "best"
+        if site.launch is None and (site.usage.spill_stores or site.usage.spill_loads):
+            continue        # kernel-level: OCC011/OCC012 report this kernel's register pressure
         values = _occ_values(site, facts)
         need = blocks_for(site.occ, facts.config.min_occupancy)
         regs = registers_for_blocks(site, need)
         if regs is None or regs >= site.usage.registers:
-            yield _site_hit("OCC001", site, values, "no_step")
+            yield _site_hit("OCC001", site, values, "best_no_step" if best else "no_step")
             continue
         after = compute(site, regs=regs)
         values.update(target_regs=regs, shed=site.usage.registers - regs,
                       target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
+        if best:        # no launch chose this size: no bound to write
+            yield _site_hit("OCC001", site, values, "best")
+            continue
         edits = bounds_fix(facts, site, after.active_blocks)
         fix = FixSpec(edits, "unsafe", {**values, "bounds": launch_bounds_text(site.block, after.active_blocks)}) if edits else None
         yield _site_hit("OCC001", site, values, fix=fix)
@@ -173,19 +181,20 @@ def shared_limited(facts: Facts) -> Iterator[Hit]:
         fit = occupancy_module().available_dynamic_smem(
             site.arch, site.block, need, site.usage.registers if site.usage else 0,
             carveout=site.carveout)
+        best = site.basis == "best"
         if fit is None:
-            yield _site_hit("OCC002", site, values, "no_step")
+            yield _site_hit("OCC002", site, values, "best_no_step" if best else "no_step")
             continue
         values.update(target_smem=fit, target_blocks=need,
                       target_occupancy=Pct(min(1.0, need * site.occ.warps_per_block / site.occ.max_warps)),
                       shed_smem=total_now - fit)
-        yield _site_hit("OCC002", site, values)
+        yield _site_hit("OCC002", site, values, "best" if best else "message")
 
 
 @check("OCC003")
 def block_size_limited(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
-        if verdict(site, facts.config.min_occupancy) != "block_size":
+        if site.basis == "best" or verdict(site, facts.config.min_occupancy) != "block_size":
             continue
         values = _occ_values(site, facts)
         best = None
@@ -211,6 +220,8 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
         occ = site.occ
         if site.usage is None or occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in:
             continue
+        if site.basis == "best":
+            continue        # a cliff at a size no launch chose is no cliff
         if "registers" not in occ.limiters or verdict(site, facts.config.min_occupancy):
             continue
         regs = registers_for_blocks(site, occ.active_blocks + 1)
@@ -225,19 +236,6 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
         yield _site_hit("OCC010", site, values, fix=fix)
 
 
-def _cap(kf: KernelFacts, facts: Facts) -> tuple[str, str] | None:
-    """(kind, text) of whatever caps this kernel's registers, if anything."""
-    k = kf.kernel
-    if k.maxnreg is not None:
-        return "maxnreg", f"__maxnreg__({k.maxnreg})"
-    lb = k.launch_bounds
-    if lb is not None and lb.min_blocks:
-        return "bounds", lb.text or launch_bounds_text(lb.max_threads, lb.min_blocks)
-    if facts.global_cap is not None:
-        return "global", f"-maxrregcount={facts.global_cap}"
-    return None
-
-
 def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
     """The kernel's `__launch_bounds__` with this instantiation's template arguments bound."""
     k = kf.kernel
@@ -249,26 +247,26 @@ def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
 
 
 def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
+    """OCC012 when a register cap (the cubin's, else the source's) binds the spilling
+    instantiation; OCC011 otherwise."""
     for kf in facts.kernels:
         if not kf.here:
-            continue
-        cap = _cap(kf, facts)
-        if (cap is not None) != capped:
             continue
         for arch in facts.archs:
             for u in kf.usages.get(arch, []):
                 if not (u.spill_stores or u.spill_loads):
                     continue
+                eff = effective_bounds(kf.kernel, _instance_bounds(kf, u), u, arch, facts.global_cap)
+                if (eff.cause is not None) != capped:
+                    continue
                 values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                           "regs": u.registers, "stores": u.spill_stores, "loads": u.spill_loads,
                           "stack": u.stack_frame}
                 variant = "message"
-                if cap is not None:
-                    values.update(cap=cap[1])
-                    lb = _instance_bounds(kf, u) if cap[0] == "bounds" else None
-                    if lb is not None and lb.max_threads and lb.min_blocks:
-                        values.update(cap=launch_bounds_text(lb.max_threads, lb.min_blocks))
-                    if lb is not None and lb.min_blocks and lb.min_blocks > 1 and lb.max_threads:
+                if eff.cause is not None:
+                    values.update(cap=eff.text)
+                    lb = eff.launch_bounds()
+                    if eff.cause == "bounds" and lb.min_blocks and lb.min_blocks > 1:
                         site = Site(kf, arch, lb.max_threads, 0, None, u, u.static_smem, lb,
                                     kf.kernel.span, "")
                         # the next step down in blocks/SM that really gives more registers

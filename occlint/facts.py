@@ -59,6 +59,9 @@ class Site:
     unlaunchable: str | None = None     # limiter that gives 0 blocks/SM ("threads", ...)
     exceeds_bounds: bool = False
     needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute (OCC022)
+    basis: str = "launch"               # launch | launch_bounds | best (no constant launch, no bounds:
+                                        # the best block size up to the kernel's max threads)
+    bounds_from_cubin: bool = False     # the bounds' figures came from the cubin, not the source
 
 
 @dataclass
@@ -282,6 +285,8 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             continue
         bounds, shared = specialize_kernel(kf.origin, k, launch_args(launch))
         u = usage_for(kf, arch, launch)
+        eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
+        bounds = eff.launch_bounds()
         # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
         max_dyn = opt_in if opt_in is not None and opt_in >= launch.dynamic_smem else None
         unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
@@ -289,7 +294,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
         static = u.static_smem if u else static_total(kf, shared)
         site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
                     launch_arg(launch, 1), instance_label(k, launch.template_args),
-                    max_dynamic_smem=max_dyn, carveout=carveout)
+                    max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin)
         site.needs_opt_in = (launch.dynamic_smem > 0 and static + launch.dynamic_smem > STATIC_SMEM_LIMIT
                              and max_dyn is None and not unknown_opt_in)
         yield _evaluate(site)
@@ -300,12 +305,29 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     for u in instances:
         values = tuple(u.template_args) if u and k.template_params else ()
         b, shared = specialize_kernel(kf.origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
-        if b is None or not b.max_threads:
-            continue
+        eff = effective_bounds(k, b, u, arch, facts.global_cap)
+        b = eff.launch_bounds()
         static = u.static_smem if u else static_total(kf, shared)
-        site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
-                    instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout)
+        if b is not None and b.max_threads:
+            site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
+                        instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout,
+                        basis="launch_bounds", bounds_from_cubin=eff.from_cubin)
+        elif u is not None:
+            block, _occ = occupancy_module().best_block_size(
+                arch, u.registers, static, 0, max_dynamic_smem=opt_in, carveout=carveout,
+                barriers=u.barriers)
+            site = Site(kf, arch, block, 0, None, u, static, b, k.span,
+                        instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout,
+                        basis="best")
+        else:
+            continue
         yield _evaluate(site)
+
+
+def effective_bounds(k: Kernel, source: LaunchBounds | None, u: Usage | None, arch: str,
+                     global_cap: int | None):
+    from occlint.bounds import effective
+    return effective(k, source, u, arch, global_cap)
 
 
 def literal_int(text: str) -> int | None:

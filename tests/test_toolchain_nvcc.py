@@ -10,6 +10,7 @@ import pytest
 
 from occlint.config import Config
 from occlint.toolchain import collect_usage
+from occlint.toolchain.cache import FORMAT
 
 HEADER = """\
 #pragma once

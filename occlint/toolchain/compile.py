@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from occlint.config import Config
@@ -139,7 +140,7 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
         if code is None:
             msg = f"compiling for {arch} timed out after {timeout:g} s"
             return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
-        usages = parse_usage(out, arch, unit)
+        usages = with_cubin_attributes(parse_usage(out, arch, unit), Path(tmp, "x.cubin"))
         errors = [
             CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
                          e.arch, e.kind, e.kernel, unit)
@@ -166,16 +167,33 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
     return usages, errors, list(dict.fromkeys([os.path.realpath(unit), *deps]))
 
 
+def with_cubin_attributes(usages: list[Usage], cubin: Path) -> list[Usage]:
+    """ptxas's usages, each with its launch attributes from the cubin ptxas wrote (matched by
+    mangled name); unchanged when the cubin is missing or unreadable."""
+    from occlint.toolchain.cubin import CubinError, cubin_records, launch_attributes
+
+    try:
+        records = {r["mangled"]: r for r in cubin_records(cubin.read_bytes())}
+    except (OSError, CubinError, struct.error, ValueError, IndexError):
+        return usages
+    return [replace(u, **launch_attributes(records[u.mangled])) if u.mangled in records else u
+            for u in usages]
+
+
 def _usage_to_json(u: Usage) -> dict:
     d = asdict(u)
     d["template_args"] = list(u.template_args)
+    d["cluster_dims"] = list(u.cluster_dims) if u.cluster_dims else None
     return d
 
 
 def usage_from_json(d: dict, unit: str) -> Usage:
+    from occlint.toolchain.cubin import launch_attributes
+
     d = dict(d)
     d["template_args"] = tuple(d.get("template_args", ()))
     d["unit"] = unit
+    d.update(launch_attributes(d))
     return Usage(**d)
 
 
