@@ -22,6 +22,7 @@ from occlint.facts import (
     launch_arg,
     launch_args,
     limiter_words,
+    arch_kernel,
     effective_bounds,
     literal_int,
     occupancy_module,
@@ -237,12 +238,13 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
 
 
 def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
-    """The kernel's `__launch_bounds__` with this instantiation's template arguments bound."""
-    k = kf.kernel
+    """The kernel's `__launch_bounds__` on the usage's arch, with this instantiation's template
+    arguments bound."""
+    origin, k = arch_kernel(kf, u.arch) or (kf.origin, kf.kernel)
     if not (k.template_params and u.template_args):
         return k.launch_bounds
     values = tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
-    bounds, _ = specialize_kernel(kf.origin, k, values)
+    bounds, _ = specialize_kernel(origin, k, values)
     return bounds
 
 
@@ -256,7 +258,8 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
             for u in kf.usages.get(arch, []):
                 if not (u.spill_stores or u.spill_loads):
                     continue
-                eff = effective_bounds(kf.kernel, _instance_bounds(kf, u), u, arch, facts.global_cap)
+                k = (arch_kernel(kf, arch) or (None, kf.kernel))[1]
+                eff = effective_bounds(k, _instance_bounds(kf, u), u, arch, facts.global_cap)
                 if (eff.cause is not None) != capped:
                     continue
                 values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,

@@ -165,7 +165,8 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         archs = report.archs if report is not None else archs_for(config, usage=all_usage)
         config = dataclasses.replace(config, arch=tuple(archs))
     from occlint.project import Project
-    project = Project.read({path: texts[path] for path in cuda})
+    from occlint.toolchain.flags import source_views
+    project = Project.read({path: texts[path] for path in cuda}, source_views(cuda, config))
     result.config, result.project = config, project
     for path in cuda:
         file_usage = _lookup(usage, path)

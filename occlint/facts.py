@@ -269,8 +269,11 @@ def _static_limits(kf: KernelFacts) -> None:
 def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     if kf.static_over_limit is not None:
         return
-    k = kf.kernel
-    attrs = attributes_for(facts, k)
+    found = arch_kernel(kf, arch)
+    if found is None:
+        return          # in a branch the device pass for this arch drops
+    origin, k = found
+    attrs = attributes_for(facts, kf.kernel)
     opt_in = max((a.value for a in attrs if a.attribute == "MaxDynamicSharedMemorySize"
                   and isinstance(a.value, int)), default=None)
     carveout = next((a.value for a in attrs if a.attribute == "PreferredSharedMemoryCarveout"
@@ -283,7 +286,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
         evaluated = True
         if launch.dynamic_smem is None:
             continue
-        bounds, shared = specialize_kernel(kf.origin, k, launch_args(launch))
+        bounds, shared = specialize_kernel(origin, k, launch_args(launch))
         u = usage_for(kf, arch, launch)
         eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
         bounds = eff.launch_bounds()
@@ -304,7 +307,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     instances = kf.usages.get(arch, []) or [None]
     for u in instances:
         values = tuple(u.template_args) if u and k.template_params else ()
-        b, shared = specialize_kernel(kf.origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
+        b, shared = specialize_kernel(origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
         eff = effective_bounds(k, b, u, arch, facts.global_cap)
         b = eff.launch_bounds()
         static = u.static_smem if u else static_total(kf, shared)
@@ -322,6 +325,22 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
         else:
             continue
         yield _evaluate(site)
+
+
+def arch_kernel(kf: KernelFacts, arch: str) -> tuple[SourceFile, Kernel] | None:
+    """(file, kernel) as the device pass for `arch` sees them (source.for_arch): its bounds,
+    `__maxnreg__` and shared arrays with `__CUDA_ARCH__` decided; None when a conditional
+    drops the kernel on this arch. The kernel itself when its file reads no arch macro."""
+    origin = kf.origin
+    if origin is None or not kf.kernel.is_definition:
+        return origin, kf.kernel
+    from occlint.source import for_arch
+    view = for_arch(origin, arch)
+    if view is origin:
+        return origin, kf.kernel
+    k = kf.kernel
+    same = [x for x in view.kernels if x.qualname == k.qualname and x.params == k.params]
+    return (view, same[0]) if same else None
 
 
 def effective_bounds(k: Kernel, source: LaunchBounds | None, u: Usage | None, arch: str,

@@ -283,6 +283,8 @@ def run(args) -> int:
         where = f"{err.path}:{err.line}" if err.line else err.path
         print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
     all_records = []
+    from occlint.toolchain.flags import source_views
+    views = source_views(files, config)
     for path in files:
         try:
             with open(path, "rb") as f:
@@ -290,7 +292,7 @@ def run(args) -> int:
         except OSError as exc:
             errors.append(f"cannot read {path}: {exc.strerror or exc}")
             continue
-        sf = parse(data, path)
+        sf = parse(data, path, views.get(path))
         recs = records(sf)
         if all_usage:
             add_compiler_figures(recs, sf, all_usage, config, archs)

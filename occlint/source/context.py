@@ -8,6 +8,7 @@ from bisect import bisect_right
 from occlint.source import types
 from occlint.source.consteval import Env, Local
 from occlint.source.grammar import captures, file_query, parser
+from occlint.source.preproc import Scan, View, scan
 from occlint.source.text import Text
 
 _SCOPE_TYPES = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier"}
@@ -61,9 +62,10 @@ def declarator_name(node):
 
 class Context:
     def __init__(self, text: str, path: str, *, outer: Context | None = None,
-                 tree=None, data: bytes | None = None):
+                 tree=None, data: bytes | None = None, view: View | None = None):
         """Parse `text`; or, with `outer`, wrap a second tree (`tree` parsed from `data`, same
-        byte offsets) that shares the outer file's macros and constants."""
+        byte offsets) that shares the outer file's macros and constants. `view`: the
+        compilation pass (arch, -D/-U, include folders) the conditionals are evaluated for."""
         self.path = path
         self.tx = Text(text) if outer is None else outer.tx
         self.data = self.tx.parse_data if data is None else data
@@ -79,16 +81,20 @@ class Context:
         self._tnames: dict[int, set[bytes]] = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
+        self.view = view if outer is None else outer.view
         if outer is None:
+            self.pp = scan(self.data, path, view) if b"#" in self.data else Scan()
             self._fill_env()
         else:
+            self.pp = outer.pp
             e, o = self.env, outer.env
             e.macros, e.fmacros, e.globals, e.enums, e.structs = \
                 o.macros, o.fmacros, o.globals, o.enums, o.structs
 
     def dead(self, node) -> bool:
-        """Disabled by `#if 0` (checked only in files that have one)."""
-        return self._maybe_dead and is_dead(node)
+        """In a branch that is false for this view (preproc), or disabled by `#if 0`."""
+        return self.pp.is_dead(node.start_byte, node.end_byte) or \
+            (self._maybe_dead and is_dead(node))
 
     # --- scopes --------------------------------------------------------------------------------
 
@@ -146,6 +152,7 @@ class Context:
             if name is not None and params is not None:
                 names = tuple(p.text for p in params.named_children if p.type == "identifier")
                 env.add_macro(name.text, value.text if value is not None else b"", names)
+        self._add_outside_macros()
         for decl in caps.get("global", ()):
             if qualifiers(decl) & {b"const", b"constexpr"}:
                 for init in decl.children_by_field_name("declarator"):
@@ -168,6 +175,22 @@ class Context:
                 self._add_struct(node)
             for node in caps.get("typedef", ()):
                 self._add_typedef(node)
+
+    def _add_outside_macros(self):
+        """Macros the file does not define itself: those of the project headers it includes
+        (live for this view) and the view's -D and predefined ones."""
+        env = self.env
+        for name, bodies in self.pp.macros.items():
+            if name not in env.macros and name not in env.fmacros:
+                for body in bodies:
+                    env.add_macro(name, body)
+        for name, defs in self.pp.fmacros.items():
+            if name not in env.macros and name not in env.fmacros:
+                for params, body in defs:
+                    env.add_macro(name, body, params)
+        for name, value in (self.view.predefined().items() if self.view else ()):
+            if name not in env.macros and name not in env.fmacros:
+                env.add_macro(name, value)
 
     def _add_global(self, decl, init):
         if init.type != "init_declarator":
