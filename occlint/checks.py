@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from occlint.facts import (
     STATIC_SMEM_LIMIT,
@@ -72,9 +72,48 @@ CHECKS: dict[str, Callable[[Facts], Iterable[Hit]]] = {}
 
 def check(code: str):
     def register(fn):
-        CHECKS[code] = fn
+        CHECKS[code] = lambda facts: merge_choices(fn(facts))
         return fn
     return register
+
+
+def merge_choices(hits: Iterable[Hit]) -> list[Hit]:
+    """Hits at a launch whose configuration is one of a few values (`choices` in their values)
+    become one per (code, place, arch, variant), naming the values it holds for (`holds_for`);
+    the figures are those of the first (smallest) configuration it holds for."""
+    out: list = []
+    groups: dict[tuple, list[Hit]] = {}
+    for h in hits:
+        if not h.values.get("choices"):
+            out.append(h)
+            continue
+        key = (h.code, h.span.start, h.arch, h.variant)
+        if key not in groups:
+            groups[key] = []
+            out.append(key)
+        groups[key].append(h)
+    merged = []
+    for item in out:
+        if isinstance(item, Hit):
+            merged.append(item)
+            continue
+        hs = groups[item]
+        held = [(h.values.get("block"), h.values.get("dynamic_smem")) for h in hs]
+        merged.append(replace(hs[0], values={**hs[0].values, "holds_for": tuple(held)}))
+    return merged
+
+
+def choices_note(values: dict) -> str:
+    """The words a finding at a few-valued launch ends with."""
+    choices, held = values.get("choices"), values.get("holds_for") or ()
+    if not choices:
+        return ""
+    smem = len({d for _b, d in choices}) > 1
+
+    def say(pairs) -> str:
+        return ", ".join(f"{b} ({d} B)" if smem else str(b) for b, d in pairs)
+    what = "block size (dynamic shared memory)" if smem else "block size"
+    return f" [the {what} is one of {say(choices)}: this holds for {say(held)}]"
 
 
 def line_start(text: str, offset: int) -> int:
@@ -136,6 +175,7 @@ def _occ_values(site: Site, facts: Facts) -> dict:
         "limiter": limiter_words(primary_limiter(occ, site.usage is not None)),
         "min_occupancy": Pct(facts.config.min_occupancy),
         "max_block": site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024,
+        "choices": site.launch.choices if site.launch is not None else (),
     }
 
 
@@ -371,19 +411,19 @@ def dynamic_without_opt_in(facts: Facts) -> Iterator[Hit]:
         total = site.static_smem + site.dynamic_smem
         k = site.facts.kernel
         opted = [a for a in attributes_for(facts, k) if a.attribute == "MaxDynamicSharedMemorySize"]
-        key = launch.span.start
+        key = (launch.span.start, site.block, site.dynamic_smem)
         if key in seen:
             continue
         seen.add(key)
         values = {"kernel": site.label, "dynamic_smem": site.dynamic_smem, "static_smem": site.static_smem,
-                  "smem": total, "limit": STATIC_SMEM_LIMIT,
-                  "opted": max((a.value for a in opted), default=0)}
+                  "smem": total, "limit": STATIC_SMEM_LIMIT, "block": site.block,
+                  "opted": max((a.value for a in opted), default=0), "choices": launch.choices}
         at = line_start(facts.text, launch.span.start)
         call = (f"{indentation(facts.text, launch.span.start)}cudaFuncSetAttribute({callee_text(launch)}, "
                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {site.dynamic_smem});\n")
         fix = FixSpec((Edit(call, span_of(facts, at, at)),), "safe", values)
-        if opted or facts.text[at:launch.span.start].strip():
-            fix = None    # an existing call to raise, or the launch shares its line with code
+        if opted or launch.choices or facts.text[at:launch.span.start].strip():
+            fix = None    # an existing call to raise, several sizes, or the launch shares its line
         yield Hit("OCC022", launch_arg(launch, 2), values, "too_small" if opted else "message",
                   None, k.qualname, fix, ())
 
@@ -521,13 +561,14 @@ def unlaunchable(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if not site.unlaunchable or site.exceeds_bounds or site.launch is None:
             continue
-        key = (site.launch.span.start, site.unlaunchable)
+        key = (site.launch.span.start, site.unlaunchable, site.block, site.dynamic_smem)
         if key in seen:
             continue
         seen.add(key)
         values = {"kernel": site.label, "arch": site.arch, "block": site.block,
                   "regs": site.usage.registers if site.usage else None,
-                  "smem": site.static_smem + site.dynamic_smem}
+                  "smem": site.static_smem + site.dynamic_smem,
+                  "dynamic_smem": site.dynamic_smem, "choices": site.launch.choices}
         limiter = site.unlaunchable
         if limiter == "threads":
             dims = site.launch.block

@@ -280,28 +280,35 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
                      and isinstance(a.value, int) and 0 <= a.value <= 100), None)
     evaluated = False
     for launch in kf.launches:
-        block = launch.block.total
-        if block is None or launch.runtime_block:
+        if launch.runtime_block:
+            continue
+        if launch.block.total is not None and launch.dynamic_smem is not None:
+            configs = [(launch.block.total, launch.dynamic_smem)]
+        elif launch.choices:            # one of a few values: each is evaluated
+            configs = list(launch.choices)
+        elif launch.block.total is not None:
+            evaluated = True            # a constant block, unknown dynamic shared memory
+            continue
+        else:
             continue
         evaluated = True
-        if launch.dynamic_smem is None:
-            continue
         bounds, shared = specialize_kernel(origin, k, launch_args(launch))
         u = usage_for(kf, arch, launch)
         eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
         bounds = eff.launch_bounds()
-        # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
-        max_dyn = opt_in if opt_in is not None and opt_in >= launch.dynamic_smem else None
         unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
                              for a in attrs)
         static = u.static_smem if u else static_total(kf, shared)
-        site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
-                    launch_arg(launch, 1), instance_label(k, launch.template_args),
-                    max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin)
-        site.needs_opt_in = (launch.dynamic_smem > 0 and static + launch.dynamic_smem > STATIC_SMEM_LIMIT
-                             and max_dyn is None and not unknown_opt_in)
-        yield _evaluate(site)
-    if evaluated or any(ln.block.total is not None for ln in kf.elsewhere):
+        for block, dyn in configs:
+            # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
+            max_dyn = opt_in if opt_in is not None and opt_in >= dyn else None
+            site = Site(kf, arch, block, dyn, launch, u, static, bounds,
+                        launch_arg(launch, 1), instance_label(k, launch.template_args),
+                        max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin)
+            site.needs_opt_in = (dyn > 0 and static + dyn > STATIC_SMEM_LIMIT
+                                 and max_dyn is None and not unknown_opt_in)
+            yield _evaluate(site)
+    if evaluated or any(ln.block.total is not None or ln.choices for ln in kf.elsewhere):
         return      # evaluated at its launches (those elsewhere: in their own files)
     bounds = k.launch_bounds
     instances = kf.usages.get(arch, []) or [None]

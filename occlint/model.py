@@ -123,6 +123,9 @@ class Launch:
     arg_spans: tuple[Span, ...] = ()  # grid, block[, smem[, stream]] as written
     function: str | None = None      # the enclosing function
     runtime_block: bool = False      # block size chosen at run time (cudaOccupancyMaxPotentialBlockSize)
+    # when the block size or dynamic shared memory is one of a few values (source.values):
+    # every (block total, dynamic smem bytes) pair the launch may take; () otherwise
+    choices: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

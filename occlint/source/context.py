@@ -196,6 +196,8 @@ class Context:
         if init.type != "init_declarator":
             return
         name = init.child_by_field_name("declarator")
+        if name is not None and name.type == "array_declarator":    # `const int a[] = {...}`
+            name = name.child_by_field_name("declarator")            # (its elements: source.values)
         if name is None or name.type != "identifier":
             return
         qual = "::".join((*scopes_of(decl), name.text.decode("utf-8", "replace")))
