@@ -279,6 +279,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     carveout = next((a.value for a in attrs if a.attribute == "PreferredSharedMemoryCarveout"
                      and isinstance(a.value, int) and 0 <= a.value <= 100), None)
     evaluated = False
+    known_blocks: list[int] = []     # launches with a constant block, unknown dynamic smem
     for launch in kf.launches:
         if launch.runtime_block:
             continue
@@ -286,10 +287,9 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             configs = [(launch.block.total, launch.dynamic_smem)]
         elif launch.choices:            # one of a few values: each is evaluated
             configs = list(launch.choices)
-        elif launch.block.total is not None:
-            evaluated = True            # a constant block, unknown dynamic shared memory
-            continue
         else:
+            if launch.block.total is not None:   # a constant block, unknown dynamic smem
+                known_blocks.append(launch.block.total)
             continue
         evaluated = True
         bounds, shared = specialize_kernel(origin, k, launch_args(launch))
@@ -323,9 +323,16 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
                         instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout,
                         basis="launch_bounds", bounds_from_cubin=eff.from_cubin)
         elif u is not None:
-            block, _occ = occupancy_module().best_block_size(
-                arch, u.registers, static, 0, max_dynamic_smem=opt_in, carveout=carveout,
-                barriers=u.barriers)
+            if known_blocks:             # the launch's own block, at no dynamic smem: the best it gets
+                block = max(known_blocks, key=lambda x: (occupancy_module().compute(
+                    arch, x, u.registers, static, barriers=u.barriers).occupancy, x)) \
+                    if all(0 < x <= 1024 for x in known_blocks) else None
+                if block is None:
+                    continue
+            else:
+                block, _occ = occupancy_module().best_block_size(
+                    arch, u.registers, static, 0, max_dynamic_smem=opt_in, carveout=carveout,
+                    barriers=u.barriers)
             site = Site(kf, arch, block, 0, None, u, static, b, k.span,
                         instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout,
                         basis="best")

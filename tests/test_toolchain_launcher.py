@@ -80,6 +80,9 @@ def test_objects_identical_and_sidecars_written(builds):
     assert (block.kernel, block.template_args, block.static_smem, block.barriers) == (
         "block_sum", ("256",), 1024, 1)
     assert block.registers > 0 and scale.registers > 0
+    # the cubin's launch attributes travel through the sidecar: uncapped, no bounds, no cluster
+    assert (scale.max_registers, scale.max_threads, scale.cluster_dims) == (255, None, None)
+    assert block.max_registers == 255
 
 
 @pytest.mark.slow

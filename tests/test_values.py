@@ -74,3 +74,17 @@ def test_a_finding_names_the_values_it_holds_for():
     assert "at 128 threads/block is 31.2%" in by_code["OCC001"].message
     assert by_code["OCC034"].message.endswith("this holds for 1024]")
     assert by_code["OCC001"].data["holds_for"] == ((128, 0), (256, 0), (512, 0))
+
+
+def test_a_constant_block_with_unknown_dynamic_smem_is_evaluated_at_its_block():
+    """No launch gives a whole configuration: the kernel's best at the launch's own block size
+    (no dynamic shared memory), basis `best`; a kernel with no launch: best over all sizes."""
+    from occlint.facts import build_facts
+
+    src = (K + "__global__ void lone(float* x) { x[0] = 1; }\n"
+           "void h(float* x, int n) { k<<<100, 64, n * 4>>>(x); }\n")
+    usage = [Usage("k", "sm_90", 40, mangled="_Z1kPf"), Usage("lone", "sm_90", 200, mangled="_Z4lonePf")]
+    facts = build_facts(parse(src), usage, Config(arch=("sm_90",)), ("sm_90",))
+    got = {s.facts.kernel.name: (s.basis, s.block, s.occ.occupancy) for s in facts.sites}
+    assert got["k"] == ("best", 64, 0.75)
+    assert got["lone"][0] == "best" and got["lone"][2] == 0.125
