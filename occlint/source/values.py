@@ -20,7 +20,10 @@ def few_values(ctx: Context, node, scope: int | None, depth: int = 0,
     """The values `node` may take; `bind`: names fixed to one value (the block size's)."""
     if node is None or depth > MAX_DEPTH:
         return None
-    found = _values(ctx, node, scope, depth, bind or {})
+    try:
+        found = _values(ctx, node, scope, depth, bind or {})
+    except RecursionError:          # absurdly nested source: unknown
+        return None
     if found is None or not found or len(found) > MAX_VALUES:
         return None
     return tuple(sorted(found))
