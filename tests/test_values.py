@@ -73,7 +73,7 @@ def test_a_finding_names_the_values_it_holds_for():
         "[the block size is one of 128, 256, 512, 1024: this holds for 128, 256, 512]")
     assert "at 128 threads/block is 31.2%" in by_code["OCC001"].message
     assert by_code["OCC034"].message.endswith("this holds for 1024]")
-    assert by_code["OCC001"].data["holds_for"] == ((128, 0), (256, 0), (512, 0))
+    assert by_code["OCC001"].data["holds_for"] == "((128, 0), (256, 0), (512, 0))"
 
 
 def test_a_constant_block_with_unknown_dynamic_smem_is_evaluated_at_its_block():
