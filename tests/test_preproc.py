@@ -142,3 +142,16 @@ def test_unit_defines_and_header_macros_reach_launches(tmp_path):
     big = Config(root=str(tmp_path), arch=("sm_90",), defines=("BIG_BLOCKS",))
     found = [f for f in lint_paths([str(tmp_path / "k.cu")], big, usage={}).findings if f.code == "OCC030"]
     assert len(found) == 1 and found[0].span.line == 3
+
+
+def test_header_constants_resolve(tmp_path):
+    """constexpr integers and enumerators of a project header the unit includes."""
+    (tmp_path / "cfg.cuh").write_text("#pragma once\nnamespace cfg { constexpr int kThreads = 384; }\n"
+                                      "enum { kBlocks = 3 };\n")
+    src = ('#include "cfg.cuh"\n'
+           "__global__ void __launch_bounds__(cfg::kThreads, kBlocks) k(float* x) { x[0] = 1; }\n"
+           "void run(float* x) { k<<<10, cfg::kThreads>>>(x); }\n")
+    sf = parse(src, str(tmp_path / "u.cu"))
+    lb = sf.kernels[0].launch_bounds
+    assert (lb.max_threads, lb.min_blocks) == (384, 3)
+    assert sf.launches[0].block.total == 384

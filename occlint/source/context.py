@@ -175,6 +175,25 @@ class Context:
                 self._add_struct(node)
             for node in caps.get("typedef", ()):
                 self._add_typedef(node)
+        self._add_header_constants()
+
+    def _add_header_constants(self):
+        """`const`/`constexpr` integers, enumerators and struct layouts of the project headers
+        the file includes, for names the file does not define itself (each header parsed once
+        per view, with the same conditionals)."""
+        env = self.env
+        for path in self.pp.headers[:MAX_CONSTANT_HEADERS]:
+            other = header_context(path, self.view)
+            if other is None:
+                continue
+            for name, defs in other.env.globals.items():
+                if name not in env.globals:
+                    env.globals[name] = list(defs)
+            for name, defs in other.env.enums.items():
+                if name not in env.enums:
+                    env.enums[name] = list(defs)
+            for name, layout in other.env.structs.items():
+                env.structs.setdefault(name, layout)
 
     def _add_outside_macros(self):
         """Macros the file does not define itself: those of the project headers it includes
@@ -376,3 +395,36 @@ def _classify_use(node, local: Local) -> None:
                 local.fields.setdefault(field.text, []).append(value)
         elif parent.parent is not None and parent.parent.type == "field_expression":
             local.written = local.whole_written = True    # `v.x.y = ...` and the like
+
+
+MAX_CONSTANT_HEADERS = 64             # headers per file whose constants are read
+MAX_CONSTANT_HEADER_BYTES = 256 << 10  # larger ones (library headers) are not parsed for them
+_HEADER_CONTEXTS: dict[tuple, Context | None] = {}
+_BUILDING: set[tuple] = set()
+
+
+def header_context(path: str, view: View | None) -> Context | None:
+    """A project header parsed on its own for `view` (memoized by path, view and contents);
+    None when unreadable or while it is being parsed (an include cycle)."""
+    from occlint.source.preproc import read_header
+
+    data = read_header(path)
+    if data is None or len(data) > MAX_CONSTANT_HEADER_BYTES:
+        return None
+    key = (path, view, hash(data))
+    if key in _HEADER_CONTEXTS:
+        return _HEADER_CONTEXTS[key]
+    if key in _BUILDING:
+        return None
+    _BUILDING.add(key)
+    try:
+        try:
+            ctx = Context(data.decode("utf-8", "replace"), path, view=view)
+        except Exception:
+            ctx = None
+    finally:
+        _BUILDING.discard(key)
+    if len(_HEADER_CONTEXTS) > 512:
+        _HEADER_CONTEXTS.clear()
+    _HEADER_CONTEXTS[key] = ctx
+    return ctx

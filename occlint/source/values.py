@@ -147,16 +147,7 @@ def _parameter(ctx: Context, decl, scope, depth) -> set[int] | None:
         return None
     out: set[int] = set()
     calls = 0
-    for start in word_starts(ctx.data, name.text, 0, len(ctx.data)):
-        ident = ctx.tree.root_node.descendant_for_byte_range(start, start + len(name.text))
-        call = ident.parent if ident is not None else None
-        if call is not None and call.type in ("qualified_identifier", "template_function"):
-            call = call.parent
-        if call is None or call.type != "call_expression" or ctx.dead(call):
-            continue
-        fnode = call.child_by_field_name("function")
-        if fnode is None or not (fnode.start_byte <= start < fnode.end_byte):
-            continue
+    for call in _calls(ctx, name.text):
         args = [a for a in call.child_by_field_name("arguments").named_children
                 if a.type != "comment"]
         if len(args) != len(plist):
@@ -193,3 +184,23 @@ def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
         out += [(b, d) for d in smems]
     out = list(dict.fromkeys(out))
     return tuple(out) if 1 < len(out) <= 2 * MAX_VALUES else ()
+
+
+def _calls(ctx: Context, name: bytes) -> list:
+    """The live calls of function `name` in the file (memoized on the context)."""
+    memo = ctx.__dict__.setdefault("_calls_memo", {})
+    if name in memo:
+        return memo[name]
+    out = []
+    for start in word_starts(ctx.data, name, 0, len(ctx.data)):
+        ident = ctx.tree.root_node.descendant_for_byte_range(start, start + len(name))
+        call = ident.parent if ident is not None else None
+        if call is not None and call.type in ("qualified_identifier", "template_function"):
+            call = call.parent
+        if call is None or call.type != "call_expression" or ctx.dead(call):
+            continue
+        fnode = call.child_by_field_name("function")
+        if fnode is not None and fnode.start_byte <= start < fnode.end_byte:
+            out.append(call)
+    memo[name] = out
+    return out
