@@ -6,12 +6,16 @@ cause" verdicts) are gathered once per file by `occlint.facts.build_facts`.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from occlint import occupancy
 from occlint.facts import (
     STATIC_SMEM_LIMIT,
+    BuildFacts,
     Facts,
     KernelFacts,
     Site,
@@ -25,14 +29,11 @@ from occlint.facts import (
     arch_kernel,
     effective_bounds,
     literal_int,
-    occupancy_module,
     primary_limiter,
-    registers_for_blocks,
     serial,
     span_of,
     specialize_kernel,
     static_total,
-    verdict,
 )
 from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, Span, Usage
 
@@ -67,12 +68,15 @@ class Hit:
     noqa_lines: tuple[int, ...] = ()    # more lines where `// noqa` silences it (kernel decl)
 
 
-CHECKS: dict[str, Callable[[Facts], Iterable[Hit]]] = {}
+CHECKS: dict[str, Callable[[Facts], Iterable[Hit]]] = {}          # code -> check, every kind
+KINDS: dict[str, str] = {}                                           # code -> "source" | "build"
 
 
-def check(code: str):
+def check(code: str, kind: str = "source"):
+    """Register the rule `code`'s function: "source" checks read Facts, "build" checks BuildFacts."""
     def register(fn):
-        CHECKS[code] = lambda facts: merge_choices(fn(facts))
+        CHECKS[code] = functools.wraps(fn)(lambda facts: merge_choices(fn(facts)))
+        KINDS[code] = kind
         return fn
     return register
 
@@ -114,6 +118,16 @@ def choices_note(values: dict) -> str:
         return ", ".join(f"{b} ({d} B)" if smem else str(b) for b, d in pairs)
     what = "block size (dynamic shared memory)" if smem else "block size"
     return f" [the {what} is one of {say(choices)}: this holds for {say(held)}]"
+
+
+def checks_of(kind: str) -> dict[str, Callable]:
+    return {code: fn for code, fn in CHECKS.items() if KINDS[code] == kind}
+
+
+def max_registers(site: Site, blocks: int, limit: int = 255) -> int | None:
+    """The most registers/thread (up to `limit`) with which `blocks` blocks fit at this site."""
+    return occupancy.max_registers(site.arch, site.block, blocks, site.static_smem, site.dynamic_smem,
+                                   limit=limit, **site.engine_inputs())
 
 
 def line_start(text: str, offset: int) -> int:
@@ -185,41 +199,48 @@ def _site_hit(code: str, site: Site, values: dict, variant: str = "message", fix
     return Hit(code, site.span, values, variant, site.arch, k.qualname, fix, extra)
 
 
+def _register_step(facts: Facts, site: Site, code: str, values: dict, regs: int, after) -> Hit:
+    """OCC001/OCC010's finding for shedding registers down to `regs` (occupancy `after`), with
+    the `__launch_bounds__` that makes ptxas do it as the (unsafe) fix."""
+    values.update(target_regs=regs, shed=site.usage.registers - regs,
+                  target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
+    edits = bounds_fix(facts, site, after.active_blocks)
+    bounds = launch_bounds_text(site.block, after.active_blocks)
+    fix = FixSpec(edits, "unsafe", {**values, "bounds": bounds}) if edits else None
+    return _site_hit(code, site, values, fix=fix)
+
+
 @check("OCC001")
-def register_limited(facts: Facts) -> Iterator[Hit]:
+def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
-        if site.usage is None or verdict(site, facts.config.min_occupancy) != "registers":
+        if site.owner != "OCC001":
             continue
         best = site.basis == "best"
-        if site.launch is None and (site.usage.spill_stores or site.usage.spill_loads):
-            continue        # kernel-level: OCC011/OCC012 report this kernel's register pressure
         values = _occ_values(site, facts)
         need = blocks_for(site.occ, facts.config.min_occupancy)
-        regs = registers_for_blocks(site, need)
+        regs = max_registers(site, need, site.usage.registers)
         if regs is None or regs >= site.usage.registers:
             yield _site_hit("OCC001", site, values, "best_no_step" if best else "no_step")
             continue
-        after = compute(site, regs=regs)
-        values.update(target_regs=regs, shed=site.usage.registers - regs,
-                      target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
         if best:        # no launch chose this size: no bound to write
+            after = compute(site, regs=regs)
+            values.update(target_regs=regs, shed=site.usage.registers - regs,
+                          target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
             yield _site_hit("OCC001", site, values, "best")
             continue
-        edits = bounds_fix(facts, site, after.active_blocks)
-        fix = FixSpec(edits, "unsafe", {**values, "bounds": launch_bounds_text(site.block, after.active_blocks)}) if edits else None
-        yield _site_hit("OCC001", site, values, fix=fix)
+        yield _register_step(facts, site, "OCC001", values, regs, compute(site, regs=regs))
 
 
 @check("OCC002")
-def shared_limited(facts: Facts) -> Iterator[Hit]:
+def shared_memory_limited_occupancy(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
-        if verdict(site, facts.config.min_occupancy) != "shared_memory":
+        if site.owner != "OCC002":
             continue
         values = _occ_values(site, facts)
         need = blocks_for(site.occ, facts.config.min_occupancy)
         total_now = site.static_smem + site.dynamic_smem
         # the largest static + dynamic bytes/block that fit `need` blocks (all of it as dynamic)
-        fit = occupancy_module().available_dynamic_smem(
+        fit = occupancy.available_dynamic_smem(
             site.arch, site.block, need, site.usage.registers if site.usage else 0,
             carveout=site.carveout)
         best = site.basis == "best"
@@ -233,48 +254,35 @@ def shared_limited(facts: Facts) -> Iterator[Hit]:
 
 
 @check("OCC003")
-def block_size_limited(facts: Facts) -> Iterator[Hit]:
+def block_size_limited_occupancy(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
-        if site.basis == "best" or verdict(site, facts.config.min_occupancy) != "block_size":
+        if site.owner != "OCC003":
             continue
         values = _occ_values(site, facts)
-        best = None
-        for size in range(32, 1025, 32):
-            if site.bounds and site.bounds.max_threads and size > site.bounds.max_threads:
-                break
-            occ = compute(site, block=size)
-            if occ.occupancy >= facts.config.min_occupancy and occ.active_blocks:
-                key = (abs(size - site.block), -size)
-                if best is None or key < best[0]:
-                    best = (key, size, occ)
+        best = occupancy.nearest_block_size(
+            site.arch, site.block, site.regs, site.static_smem, site.dynamic_smem,
+            target=facts.config.min_occupancy,
+            max_block_size=site.bounds.max_threads if site.bounds else None, **site.engine_inputs())
         if best is None:
             yield _site_hit("OCC003", site, values, "no_step")
             continue
-        values.update(target_block=best[1], target_occupancy=Pct(best[2].occupancy),
-                      target_blocks=best[2].active_blocks)
+        values.update(target_block=best.value, target_occupancy=Pct(best.result.occupancy),
+                      target_blocks=best.result.active_blocks)
         yield _site_hit("OCC003", site, values)
 
 
 @check("OCC010")
 def register_cliff(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
-        occ = site.occ
-        if site.usage is None or occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in:
+        if site.usage is None or not site.launches or site.owner or "registers" not in site.occ.limiters:
             continue
         if site.basis == "best":
             continue        # a cliff at a size no launch chose is no cliff
-        if "registers" not in occ.limiters or verdict(site, facts.config.min_occupancy):
+        gain = occupancy.cliffs(site.arch, site.block, site.regs, site.static_smem, site.dynamic_smem,
+                                **site.engine_inputs()).registers.gain
+        if gain is None or not 0 < gain.delta <= facts.config.cliff_margin:
             continue
-        regs = registers_for_blocks(site, occ.active_blocks + 1)
-        if regs is None or not 0 < site.usage.registers - regs <= facts.config.cliff_margin:
-            continue
-        after = compute(site, regs=regs)
-        values = _occ_values(site, facts)
-        values.update(target_regs=regs, shed=site.usage.registers - regs,
-                      target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
-        edits = bounds_fix(facts, site, after.active_blocks)
-        fix = FixSpec(edits, "unsafe", {**values, "bounds": launch_bounds_text(site.block, after.active_blocks)}) if edits else None
-        yield _site_hit("OCC010", site, values, fix=fix)
+        yield _register_step(facts, site, "OCC010", _occ_values(site, facts), gain.value, gain.result)
 
 
 def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
@@ -314,7 +322,7 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                                     kf.kernel.span, "")
                         # the next step down in blocks/SM that really gives more registers
                         for looser in range(lb.min_blocks - 1, 0, -1):
-                            regs = registers_for_blocks(site, looser, 255) or 0
+                            regs = max_registers(site, looser) or 0
                             if regs > u.registers:
                                 values.update(looser=launch_bounds_text(lb.max_threads, looser),
                                               looser_regs=regs)
@@ -335,7 +343,7 @@ def launch_bounds_spills(facts: Facts) -> Iterator[Hit]:
 
 
 @check("OCC020")
-def oversized_static_shared(facts: Facts) -> Iterator[Hit]:
+def oversized_static_shared_memory(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
         if not kf.here:
             continue
@@ -348,7 +356,7 @@ def oversized_static_shared(facts: Facts) -> Iterator[Hit]:
             yield Hit("OCC020", decl.span, values, "message", None, kf.kernel.qualname,
                       _extern_fix(facts, kf, decl, largest), ())
         for site in kf.sites:
-            if verdict(site, facts.config.min_occupancy) != "static_shared":
+            if site.owner != "OCC020":
                 continue
             decl = max((d for d in kf.shared if not d.extern and d.size_bytes), key=lambda d: d.size_bytes)
             if decl.name in reported:
@@ -389,7 +397,7 @@ def _extern_fix(facts: Facts, kf: KernelFacts, decl: SharedDecl, block: int) -> 
 
 
 @check("OCC021")
-def static_shared_over_limit(facts: Facts) -> Iterator[Hit]:
+def static_shared_memory_over_limit(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
         if kf.static_over_limit is None or not kf.here:
             continue
@@ -402,7 +410,7 @@ def static_shared_over_limit(facts: Facts) -> Iterator[Hit]:
 
 
 @check("OCC022")
-def dynamic_without_opt_in(facts: Facts) -> Iterator[Hit]:
+def dynamic_shared_memory_without_opt_in(facts: Facts) -> Iterator[Hit]:
     seen = set()
     for site in facts.sites:
         launch = site.launch
@@ -457,7 +465,7 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
 
 
 @check("OCC031")
-def block_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
+def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
         for launch in kf.launches:
             total = launch.block.total
@@ -478,7 +486,7 @@ def block_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
 
 
 @check("OCC032")
-def launch_exceeds_bounds(facts: Facts) -> Iterator[Hit]:
+def launch_exceeds_launch_bounds(facts: Facts) -> Iterator[Hit]:
     seen = set()
     for site in facts.sites:
         if not site.exceeds_bounds or site.launch.span.start in seen:
@@ -556,7 +564,7 @@ def small_grid(facts: Facts) -> Iterator[Hit]:
 
 
 @check("OCC034")
-def unlaunchable(facts: Facts) -> Iterator[Hit]:
+def unlaunchable_configuration(facts: Facts) -> Iterator[Hit]:
     seen = set()
     for site in facts.sites:
         if not site.unlaunchable or site.exceeds_bounds or site.launch is None:
@@ -576,7 +584,7 @@ def unlaunchable(facts: Facts) -> Iterator[Hit]:
             variant, arch = "threads", None
         elif limiter == "registers":
             values["limit"] = 65536
-            values["max_regs"] = registers_for_blocks(site, 1) or 0
+            values["max_regs"] = max_registers(site, 1) or 0
             variant, arch = "registers", site.arch
         elif limiter == "shared_memory":
             from occlint import gpus
@@ -590,9 +598,12 @@ def unlaunchable(facts: Facts) -> Iterator[Hit]:
         yield Hit("OCC034", site.span, values, variant, arch, site.facts.kernel.qualname, None, ())
 
 
-@check("OCC040")
-def global_maxrregcount(facts: Facts) -> Iterator[Hit]:
-    return iter(())    # build files: occlint.buildfiles.scan (the engine runs it per build file)
+@check("OCC040", kind="build")
+def global_maxrregcount(facts: BuildFacts) -> Iterator[Hit]:
+    """`-maxrregcount` set for a whole build: every flag a build file passes to nvcc."""
+    for hit in facts.flags:
+        yield Hit("OCC040", hit.span, {"flag": hit.flag, "regs": hit.value, "kind": hit.kind,
+                                       "file": os.path.basename(facts.path)})
 
 
 @check("OCC050")

@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "show the nvcc, host compiler, archs and cache occlint would use"),
     "clean": ("clean", "remove the compile cache"),
     "nvcc": ("nvcc", "compiler launcher: run an nvcc command and record kernel usage beside the object"),
-    "report": ("report", "lint sources with the usage recorded by `occlint nvcc` in a build tree"),
+    "report": ("report", "write the HTML report (--html FILE), or lint with the usage `occlint nvcc` recorded in a build tree (BUILD_DIR)"),
     "rule": ("rule", "explain one rule"),
     "rules": ("rules", "list all rules"),
     "baseline": ("baseline", "write the current findings to a baseline file"),
@@ -60,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         parser.print_help()
         return 2
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:       # the sub-command's usage, not the top level's (argparse's default)
+        sub = next((a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"), None)
+        command = sub.choices.get(argv[0]) if sub is not None and argv[0] in COMMANDS else None
+        (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2

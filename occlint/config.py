@@ -32,6 +32,8 @@ class Config:
     ignore: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()     # added to `exclude` (ruff's extend-exclude)
+    force_exclude: bool = False              # exclude even files named on the command line
     min_occupancy: float = 0.5
     cliff_margin: int = 8
     nvcc: str | None = None
@@ -53,6 +55,7 @@ CONFIG_NAMES = (".occlint.toml", "occlint.toml", "pyproject.toml")   # precedenc
 KEYS = {
     "arch": "archs", "gpu": "str", "select": "codes", "extend-select": "codes",
     "ignore": "codes", "per-file-ignores": "per-file", "exclude": "strs",
+    "extend-exclude": "strs", "force-exclude": "bool",
     "min-occupancy": "fraction", "cliff-margin": "count", "nvcc": "path",
     "nvcc-flags": "strs", "include-dirs": "paths", "defines": "strs",
     "compile-commands": "path", "cache-dir": "path", "no-cache": "bool", "jobs": "count",

@@ -1,8 +1,9 @@
 """Which files to lint: CUDA sources and build files under the given paths.
 
 Folders are walked in sorted order; hidden folders, common tool folders, `.gitignore` patterns
-(from the root down to each folder) and `exclude` globs are skipped. A file named explicitly is
-always linted unless `exclude` matches it.
+(from the root down to each folder) and `exclude`/`extend-exclude` globs are skipped. A file
+named explicitly is always linted, as in ruff, unless `force-exclude` is set and an exclude glob
+matches it (what pre-commit hooks want: they name every changed file).
 """
 
 from __future__ import annotations
@@ -81,12 +82,13 @@ class GitIgnore:
 
 
 def excluded(path: str, config) -> bool:
-    if not config.exclude:
+    patterns = (*config.exclude, *getattr(config, "extend_exclude", ()))
+    if not patterns:
         return False
     full = os.path.abspath(path)
     rel = os.path.relpath(full, os.path.abspath(config.root)).replace(os.sep, "/")
     parts = rel.split("/")
-    for pattern in config.exclude:
+    for pattern in patterns:
         pattern = pattern.rstrip("/")
         if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(full, pattern) \
                 or any(fnmatch.fnmatch(p, pattern) for p in parts) \
@@ -122,7 +124,7 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
         if not os.path.exists(given):
             raise OcclintError(f"{given}: no such file or directory")
         if os.path.isfile(given):
-            if not excluded(given, config):
+            if not (getattr(config, "force_exclude", False) and excluded(given, config)):
                 kind = _wanted(given) or ("python" if python is not None and is_python(given) else "cuda")
                 add(given, kind)
             continue

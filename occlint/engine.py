@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from occlint import aggregate, checks, noqa, registry
 from occlint.config import Config
 from occlint.errors import OcclintError
-from occlint.facts import build_facts
+from occlint.facts import build_facts, build_file_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
 
 
@@ -84,6 +84,15 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     `project` (optional): the other parsed files of the run, so that a launch of a kernel defined
     in a header is evaluated with the header's `__launch_bounds__` and `__shared__` arrays.
     """
+    return analyse(text, path, usage, config, source=source, compile_errors=compile_errors,
+                   project=project)[1]
+
+
+def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
+            source: SourceFile | None = None, compile_errors: Sequence[CompileError] = (),
+            project: Sequence[SourceFile] = ()):
+    """(Facts, Findings) for one CUDA source, as `lint_source`: the language server keeps the
+    facts for hover instead of building them again."""
     if source is None:
         from occlint.source import parse
         source = parse(text, path)
@@ -91,21 +100,21 @@ def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     archs = archs_for(config, usage=usage)
     facts = build_facts(source, usage, config, archs, compile_errors, project)
     hits: list[checks.Hit] = []
-    for code, fn in checks.CHECKS.items():
+    for code, fn in checks.checks_of("source").items():
         if registry.is_enabled(code, config, path):
             hits.extend(fn(facts))
-    return finalize(hits, text, path)
+    return facts, finalize(hits, text, path)
 
 
 def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
-    """OCC040 for one build file (CMake, Makefile, setup.py, pyproject.toml, compile_commands)."""
-    if not registry.is_enabled("OCC040", config, path):
+    """The build-file checks (OCC040) for one CMakeLists.txt, Makefile, setup.py, pyproject.toml
+    or compile_commands.json: pure, like `lint_source`."""
+    wanted = {code: fn for code, fn in checks.checks_of("build").items()
+              if registry.is_enabled(code, config, path)}
+    if not wanted:
         return []
-    from occlint import buildfiles
-    hits = [checks.Hit("OCC040", hit.span, {"flag": hit.flag, "regs": hit.value, "file": os.path.basename(path),
-                                            "kind": hit.kind}, "message", None, None, None, ())
-            for hit in buildfiles.scan(text, path)]
-    return finalize(hits, text, path)
+    facts = build_file_facts(text, path, config)
+    return finalize([hit for fn in wanted.values() for hit in fn(facts)], text, path)
 
 
 # --- paths -----------------------------------------------------------------------------------------
@@ -152,14 +161,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     if usage is None:
         report = _collect(cuda, config, jobs, result, python)
         usage = dict(report.usages) if report else {}
-        for err in (report.errors if report else []):
-            target = _match_path(err.path, cuda)
-            if target is None:          # in a file not linted (a header elsewhere): name it at the unit
-                target = _match_path(err.unit, cuda)
-                where = f"{err.path}:{err.line}" if err.line else err.path
-                err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
-            if target is not None:
-                errors_by_file.setdefault(target, []).append(err)
+        errors_by_file = errors_by_file_of(report.errors if report else [], cuda)
     all_usage = [u for us in usage.values() for u in us]
     if not config.arch:      # decided once for the run: every file evaluates the same archs
         from occlint.toolchain.flags import archs_for
@@ -191,6 +193,21 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         from occlint.python import lint_python_paths
         lint_python_paths(python, config, result)
     return result
+
+
+def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str]) -> dict[str, list[CompileError]]:
+    """Compile errors by the linted file they belong to: the file they name, else (a header that
+    is not linted) the unit that was compiled, with the header's position in the message."""
+    out: dict[str, list[CompileError]] = {}
+    for err in errors:
+        target = _match_path(err.path, files)
+        if target is None:
+            target = _match_path(err.unit, files)
+            where = f"{err.path}:{err.line}" if err.line else err.path
+            err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
+        if target is not None:
+            out.setdefault(target, []).append(err)
+    return out
 
 
 def _match_path(path: str, candidates: Sequence[str]) -> str | None:

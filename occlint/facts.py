@@ -1,9 +1,11 @@
-"""What every check reads, gathered once per file.
+"""The semantic model every check reads, built once per file: facts, never verdicts' words.
 
-`build_facts` collects per kernel its shared arrays, launches and usage, and per (kernel, arch)
-the evaluation sites with their occupancy. The "one finding per cause" decisions are made once,
-here, as flags on each Site (`unlaunchable`, `exceeds_bounds`, `needs_opt_in`) and in
-`verdict()`, so that every check reads the same answer.
+`build_facts` collects per kernel its shared arrays, launches and usage (linked by occlint.link),
+and per (kernel, arch) the evaluation sites with their occupancy (occlint.occupancy). The "one
+finding per cause" arbitration is made once, here, as fields of each Site (`unlaunchable`,
+`exceeds_bounds`, `needs_opt_in`) and its `owner`: the one rule among OCC001/OCC002/OCC003/OCC020
+that reports a below-target site. Each rule's own test (how far, which fix) is in its function
+in checks.py. `build_file_facts` is the same for a build file (OCC040).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from occlint import link
-from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile, Span, Usage
+from occlint.config import Config
+from occlint.model import CompileError, Kernel, Launch, LaunchBounds, SharedDecl, SourceFile, Span, Usage
+from occlint.occupancy import Occupancy
 
 STATIC_SMEM_LIMIT = 48 * 1024        # per block without opt-in (all archs occlint supports)
 MAX_BLOCK_DIMS = (1024, 1024, 64)
@@ -31,8 +35,9 @@ class KernelFacts:
     origin: SourceFile | None = None    # the file that defines it (another file of the run, or this)
     elsewhere: list[Launch] = field(default_factory=list)   # its launches in other files of the run
     sites: list[Site] = field(default_factory=list)          # its evaluation sites, every arch
-    static_over_limit: SharedDecl | None = None   # OCC021 fires: nothing else about this kernel
-    oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)  # OCC020 (decl, block)
+    static_over_limit: SharedDecl | None = None   # > 48 KB static: it cannot build; nothing else is said
+    # static arrays indexed only by thread index and larger than the largest block: (decl, block)
+    oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -55,13 +60,30 @@ class Site:
     label: str                          # kernel name with template args
     max_dynamic_smem: int | None = None
     carveout: int | None = None
-    occ: object | None = None           # occupancy.Occupancy
+    occ: Occupancy | None = None        # None when it cannot launch for a reason decided first
     unlaunchable: str | None = None     # limiter that gives 0 blocks/SM ("threads", ...)
-    exceeds_bounds: bool = False
-    needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute (OCC022)
+    exceeds_bounds: bool = False        # launched with more threads than __launch_bounds__ allows
+    needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute
+    owner: str | None = None            # the rule that reports this site below the occupancy target
     basis: str = "launch"               # launch | launch_bounds | best (no constant launch, no bounds:
                                         # the best block size up to the kernel's max threads)
     bounds_from_cubin: bool = False     # the bounds' figures came from the cubin, not the source
+
+    @property
+    def regs(self) -> int:
+        """Registers/thread for the engine: nvcc's figure, else 0 (registers not limiting)."""
+        return self.usage.registers if self.usage else 0
+
+    @property
+    def launches(self) -> bool:
+        """It can launch and nothing about it is wrong but its occupancy."""
+        return self.occ is not None and not (self.unlaunchable or self.exceeds_bounds or self.needs_opt_in)
+
+    def engine_inputs(self) -> dict:
+        """The keyword inputs every occupancy search over this site uses besides the resource
+        it varies (one set, so that rules, hover and the lockfile agree)."""
+        return {"max_dynamic_smem": self.max_dynamic_smem, "carveout": self.carveout,
+                "barriers": self.usage.barriers if self.usage else 1}
 
 
 @dataclass
@@ -69,11 +91,11 @@ class Facts:
     path: str
     text: str
     source: SourceFile
-    config: object
+    config: Config
     archs: tuple[str, ...]
     kernels: list[KernelFacts]
     sites: list[Site]
-    compile_errors: tuple = ()
+    compile_errors: tuple[CompileError, ...] = ()
     gpu_name: str = "H100"
     sm_count: int = 132
     global_cap: int | None = None       # -maxrregcount from the configured nvcc flags
@@ -87,13 +109,11 @@ def occupancy_module():
     return occupancy
 
 
-def compute(site: Site, regs: int | None = None, smem: int | None = None, block: int | None = None):
-    regs = (site.usage.registers if site.usage else 0) if regs is None else regs
-    barriers = site.usage.barriers if site.usage else 1
+def compute(site: Site, regs: int | None = None, smem: int | None = None, block: int | None = None) -> Occupancy:
+    """The site's occupancy, or with one input changed."""
     return occupancy_module().compute(
-        site.arch, block or site.block, regs, site.static_smem if smem is None else smem,
-        site.dynamic_smem, max_dynamic_smem=site.max_dynamic_smem, carveout=site.carveout,
-        barriers=barriers)
+        site.arch, block or site.block, site.regs if regs is None else regs,
+        site.static_smem if smem is None else smem, site.dynamic_smem, **site.engine_inputs())
 
 
 def primary_limiter(occ, with_registers: bool) -> str:
@@ -110,19 +130,6 @@ def limiter_words(name: str) -> str:
 def blocks_for(occ, target: float) -> int:
     """Blocks/SM needed to reach `target` occupancy with this block size."""
     return max(1, math.ceil(target * occ.max_warps / occ.warps_per_block - 1e-9))
-
-
-def registers_for_blocks(site: Site, blocks: int, hi: int | None = None) -> int | None:
-    """The most registers/thread (up to `hi`) that allow `blocks` blocks/SM here; None: none do."""
-    lo, best = 1, None
-    hi = hi or (site.usage.registers if site.usage else 255)
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if compute(site, regs=mid).active_blocks >= blocks:
-            best, lo = mid, mid + 1
-        else:
-            hi = mid - 1
-    return best
 
 
 def span_of(facts: Facts, start: int, end: int) -> Span:
@@ -234,6 +241,8 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
         _static_limits(kf)
         for arch in archs:
             kf.sites.extend(_sites(facts, kf, arch))
+        for site in kf.sites:
+            site.owner = owner(site, config.min_occupancy)
         facts.sites.extend(kf.sites)
     return facts
 
@@ -390,18 +399,39 @@ def _evaluate(site: Site) -> Site:
     return site
 
 
-def verdict(site: Site, min_occupancy: float) -> str | None:
-    """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code)."""
+def owner(site: Site, min_occupancy: float) -> str | None:
+    """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code),
+    decided once per site by `build_facts`; None when it meets the target or fails otherwise
+    (a launch that fails has one finding: why it fails)."""
     occ = site.occ
-    if occ is None or site.unlaunchable or site.exceeds_bounds or site.needs_opt_in \
-            or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
-        return None     # a launch that fails has one finding: why it fails
+    if not site.launches or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
+        return None
     limiter = primary_limiter(occ, site.usage is not None)
     if limiter == "registers":
-        return "registers"
+        if site.usage is None:
+            return None
+        if site.launch is None and (site.usage.spill_stores or site.usage.spill_loads):
+            return None     # kernel-level: OCC011/OCC012 report this register pressure
+        return "OCC001"
     if limiter == "shared_memory":
         static_decls = [d for d in site.facts.shared if not d.extern and d.size_bytes]
         if site.dynamic_smem == 0 and static_decls and (site.launch is None or site.facts.oversized):
-            return "static_shared"
-        return "shared_memory"
-    return "block_size"
+            return "OCC020"
+        return "OCC002"
+    return None if site.basis == "best" else "OCC003"    # no block-size advice at a size nobody chose
+
+
+@dataclass
+class BuildFacts:
+    """A build file (CMake, Makefile, setup.py, pyproject.toml, compile_commands.json): the
+    `-maxrregcount` flags it passes to nvcc, located at the flag."""
+
+    path: str
+    text: str
+    config: Config
+    flags: list  # occlint.buildfiles.FlagHit
+
+
+def build_file_facts(text: str, path: str, config: Config) -> BuildFacts:
+    from occlint import buildfiles
+    return BuildFacts(path, text, config, list(buildfiles.scan(text, path)))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import re
 from dataclasses import dataclass
 
 from lsprotocol import types as lsp
@@ -42,6 +41,16 @@ def _digest(text: str) -> str:
 class Compiled:
     digest: str                      # sha256 of the text nvcc compiled
     usage: tuple[Usage, ...]
+    errors: tuple = ()               # CompileErrors that belong to this file (OCC900), as in `check`
+
+
+MAX_PROJECT_FILES = 2000     # a project this large is linted with the open files only
+
+
+@dataclass
+class Analysed:
+    digest: str
+    facts: object                    # occlint.facts.Facts of the text the diagnostics came from
 
 
 class OcclintServer(LanguageServer):
@@ -51,15 +60,65 @@ class OcclintServer(LanguageServer):
         self.compiled: dict[str, Compiled] = {}
         self.notices: set[str] = set()
         self.python: dict[str, tuple[str, list[Finding]]] = {}   # uri -> (digest, findings compiled)
+        self.configs: dict[str, Config] = {}             # folder -> its Config (until a config file is saved)
+        self.parsed: dict[str, tuple[tuple, object]] = {}   # path -> (stamp, SourceFile) for the project
+        self.analysed: dict[str, Analysed] = {}          # uri -> the facts behind its diagnostics
 
     # --- settings and linting ------------------------------------------------------------------
 
     def config_for(self, path: str) -> Config:
+        """The CLI's Config for a document's folder, loaded once per folder (saving a config file
+        forgets them all)."""
+        folder = os.path.dirname(os.path.abspath(path))
+        config = self.configs.get(folder)
+        if config is None:
+            try:
+                config = load_config(start=folder)
+            except OcclintError as exc:
+                self.notice(f"occlint: configuration error: {exc}", lsp.MessageType.Error)
+                config = Config(root=folder)
+            self.configs[folder] = config
+        return config
+
+    def project_for(self, path: str, config: Config):
+        """The CLI's `project=`: the CUDA files `check` would lint under the config's root, each
+        parsed once until it changes (open documents as their buffers read)."""
+        from occlint.discover import discover
+        from occlint.project import Project
+        from occlint.source import parse
+
         try:
-            return load_config(start=os.path.dirname(os.path.abspath(path)))
-        except OcclintError as exc:
-            self.notice(f"occlint: configuration error: {exc}", lsp.MessageType.Error)
-            return Config(root=os.path.dirname(os.path.abspath(path)))
+            files = discover([config.root], config)[0]
+        except OcclintError:
+            files = []
+        if len(files) > MAX_PROJECT_FILES:
+            files = []
+        open_docs = {d.path: d for d in self.workspace.text_documents.values() if d.path}
+        out = []
+        for file in dict.fromkeys([*files, *(p for p in open_docs if is_cuda(p))]):
+            if os.path.realpath(file) == os.path.realpath(path):
+                continue
+            doc = open_docs.get(file)
+            try:
+                if doc is not None:
+                    text = doc.source.replace("\r\n", "\n")
+                    stamp: tuple = ("buffer", _digest(text))
+                else:
+                    st = os.stat(file)
+                    stamp, text = (st.st_mtime_ns, st.st_size), None
+            except OSError:
+                continue
+            got = self.parsed.get(file)
+            if got is None or got[0] != stamp:
+                if text is None:
+                    try:
+                        with open(file, "rb") as fh:
+                            text = fh.read()
+                    except OSError:
+                        continue
+                got = self.parsed[file] = (stamp, parse(text, file))
+            out.append(got[1])
+        return Project(out)
 
     def notice(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
         if message not in self.notices:       # once per session
@@ -73,14 +132,22 @@ class OcclintServer(LanguageServer):
         got = self.compiled.get(uri)
         return got.usage if got and got.digest == _digest(text) else ()
 
+    def errors_for(self, uri: str, text: str) -> tuple:
+        got = self.compiled.get(uri)
+        return got.errors if got and got.digest == _digest(text) else ()
+
     def lint(self, uri: str) -> list[Finding]:
-        from occlint.engine import lint_build_file, lint_source
+        from occlint.engine import analyse, lint_build_file
 
         doc = self.workspace.get_text_document(uri)
         path, text = doc.path, doc.source.replace("\r\n", "\n")
         config = self.config_for(path)
         if is_cuda(path):
-            return lint_source(text, path, self.usage_for(uri, text), config)
+            facts, findings = analyse(text, path, self.usage_for(uri, text), config,
+                                      compile_errors=self.errors_for(uri, text),
+                                      project=self.project_for(path, config))
+            self.analysed[uri] = Analysed(_digest(text), facts)
+            return findings
         if is_python(path) and not is_build_file(path):
             got = self.python.get(uri)
             if got is not None and got[0] == _digest(text):
@@ -107,13 +174,21 @@ class OcclintServer(LanguageServer):
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=doc.version))
 
     def compile(self, uri: str, path: str, text: str) -> None:
-        """nvcc's figures for the file on disk (runs in a worker thread)."""
+        """nvcc's figures and errors for the file on disk, as `check` gets them (runs in a worker
+        thread): a unit is compiled itself; a header through the project's units (cached)."""
+        from occlint.discover import is_unit
+        from occlint.engine import errors_by_file_of
         from occlint.toolchain import collect_usage
 
-        report = collect_usage([path], self.config_for(path))
+        config = self.config_for(path)
+        units = [path] if is_unit(path) else [sf.path for sf in self.project_for(path, config) if is_unit(sf.path)]
+        if not units:
+            return
+        report = collect_usage(units, config)
         if report.notice:
             self.notice(report.notice.removeprefix("occlint: notice: "))
-        self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)))
+        errors = errors_by_file_of(report.errors, [path]).get(path, [])
+        self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)), tuple(errors))
 
     def compile_python(self, uri: str, path: str, text: str) -> None:
         """A Python buffer's CUDA strings compiled (NVRTC/nvcc, cached), linted (worker thread)."""
@@ -134,16 +209,7 @@ class OcclintServer(LanguageServer):
             text = doc.source.replace("\r\n", "\n")
             if not might_have_cuda(text):
                 return
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, self.compile_python, uri, path, text)
-            except OcclintError as exc:
-                self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
-                return
-            except Exception as exc:
-                self.log(f"occlint: compiling {path} failed: {type(exc).__name__}: {exc}")
-                return
-            if uri in self.workspace.text_documents:
-                self.publish(uri)
+            await self.in_background(self.compile_python, uri, path, text)
             return
         if not path or not is_cuda(path):
             return
@@ -154,8 +220,12 @@ class OcclintServer(LanguageServer):
             return
         if on_disk != doc.source.replace("\r\n", "\n"):
             return                      # unsaved edits: nvcc would compile other text
+        await self.in_background(self.compile, uri, path, on_disk)
+
+    async def in_background(self, work, uri: str, path: str, text: str) -> None:
+        """Run a compile in a worker thread, then publish again; a failure is one message."""
         try:
-            await asyncio.get_running_loop().run_in_executor(None, self.compile, uri, path, on_disk)
+            await asyncio.get_running_loop().run_in_executor(None, work, uri, path, text)
         except OcclintError as exc:
             self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
             return
@@ -185,8 +255,26 @@ def to_diagnostic(f: Finding, lines, codec) -> lsp.Diagnostic:
         code=f.code,
         code_description=lsp.CodeDescription(href=f.url or rule_url(f.code)),
         source="occlint",
-        data={"arch": f.arch, "kernel": f.kernel},
+        # the finding itself, in positions that need no encoding: code actions find it by this
+        # even when a client sends ranges back in another unit than it was given
+        data={"arch": f.arch, "kernel": f.kernel, "code": f.code,
+              "span": [f.span.line, f.span.column, f.span.end_line, f.span.end_column]},
     )
+
+
+def finding_of(diag: lsp.Diagnostic, findings: list[Finding], lines, codec) -> Finding | None:
+    """The finding a diagnostic shows: by its `data`, else (an older client dropped it) by range."""
+    data = diag.data if isinstance(diag.data, dict) else {}
+    span = data.get("span")
+    for f in findings:
+        if f.code != diag.code or f.arch != data.get("arch", f.arch):
+            continue
+        if span is not None:
+            if [f.span.line, f.span.column, f.span.end_line, f.span.end_column] == list(span):
+                return f
+        elif to_range(f.span, lines, codec) == diag.range:
+            return f
+    return None
 
 
 def noqa_edit(text: str, line: int, code: str, comment: str = "//") -> lsp.TextEdit | None:
@@ -221,28 +309,22 @@ def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAc
 # --- hover ------------------------------------------------------------------------------------------
 
 
-def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> str | None:
-    """Per-arch registers, occupancy and limiter of the kernel named at `offset`, or None."""
+def hover_markdown(facts, offset: int) -> str | None:
+    """Per-arch registers, occupancy and limiter of the kernel named at `offset`, or None; read
+    from the facts the diagnostics were made from (the kernel a launch calls: occlint.link)."""
     from occlint import occupancy
-    from occlint.facts import build_facts, primary_limiter
-    from occlint.source import parse
-    from occlint.toolchain.flags import archs_for
+    from occlint.facts import primary_limiter
+    from occlint.units import format_size
 
-    sf = parse(text, path)
-    name = None
-    for k in sf.kernels:
-        if k.span.start <= offset <= k.span.end:
-            name = k.qualname
-    for launch in sf.launches:
-        start = launch.span.start
-        if start <= offset <= start + len(launch.callee):
-            name = next((k.qualname for k in sf.kernels if k.name == launch.callee.split("::")[-1]),
-                        launch.callee)
-    if name is None:
-        return None
-    archs = archs_for(config, usage=usage)
-    facts = build_facts(sf, usage, config, archs)
-    kf = next((kf for kf in facts.kernels if kf.kernel.qualname == name), None)
+    sf = facts.source
+    kf = None
+    for candidate in facts.kernels:
+        k = candidate.kernel
+        if k.path == sf.path and k.span.start <= offset <= k.span.end:
+            kf = candidate
+        for launch in candidate.launches:
+            if launch.span.start <= offset <= launch.span.start + len(launch.callee):
+                kf = candidate
     if kf is None:
         return None
     out = [f"**`{kf.kernel.qualname}`** (occlint)", ""]
@@ -255,8 +337,8 @@ def hover_markdown(text: str, path: str, offset: int, usage, config: Config) -> 
             for u in kf.usages[arch]:
                 label = f"{arch} `<{', '.join(u.template_args)}>`" if u.template_args else arch
                 out.append(f"| {label} | {u.registers} | {u.spill_stores}/{u.spill_loads} | "
-                           f"{u.static_smem} B |")
-    sites = [s for s in facts.sites if s.facts is kf]
+                           f"{format_size(u.static_smem)} |")
+    sites = kf.sites
     if sites:
         out += ["", "| arch | block | occupancy | limiter |", "|---|---|---|---|"]
         for s in sites:
@@ -290,6 +372,13 @@ def build_server() -> OcclintServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: OcclintServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        from occlint.config import CONFIG_NAMES
+
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        if doc.path and os.path.basename(doc.path) in CONFIG_NAMES:
+            ls.configs.clear()               # settings changed: every folder reloads
+            for uri in list(ls.workspace.text_documents):
+                ls.publish(uri)
         ls.publish(params.text_document.uri)
         await ls.compile_and_publish(params.text_document.uri)
 
@@ -299,6 +388,7 @@ def build_server() -> OcclintServer:
         ls.findings.pop(uri, None)
         ls.compiled.pop(uri, None)
         ls.python.pop(uri, None)
+        ls.analysed.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -316,8 +406,7 @@ def build_server() -> OcclintServer:
         for diag in params.context.diagnostics:
             if diag.source != "occlint":
                 continue
-            finding = next((f for f in ls.findings.get(uri, [])
-                            if f.code == diag.code and to_range(f.span, lines, codec) == diag.range), None)
+            finding = finding_of(diag, ls.findings.get(uri, []), lines, codec)
             if finding is None:
                 continue
             fix = finding.fix
@@ -348,7 +437,11 @@ def build_server() -> OcclintServer:
         text = doc.source.replace("\r\n", "\n")
         pos = doc.position_from_client_units(params.position)
         offset = sum(len(x) for x in text.splitlines(keepends=True)[: pos.line]) + pos.character
-        md = hover_markdown(text, doc.path, offset, ls.usage_for(uri, text), ls.config_for(doc.path))
+        got = ls.analysed.get(uri)
+        if got is None or got.digest != _digest(text):
+            ls.publish(uri)                  # the diagnostics are older than the text: bring both up
+            got = ls.analysed.get(uri)
+        md = hover_markdown(got.facts, offset) if got is not None else None
         if md is None:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=md))

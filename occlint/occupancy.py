@@ -649,6 +649,36 @@ def cliffs(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
     return Cliffs(now, reg_cliff, smem_cliff, Cliff(gain, loss))
 
 
+def max_registers(arch, block_size: int, blocks: int, static_smem: int = 0, dynamic_smem: int = 0,
+                  *, limit: int = 255, max_dynamic_smem: int | None = None,
+                  carveout: int | None = None, cache_config: str = "none",
+                  barriers: int = 1) -> int | None:
+    """The most registers per thread (up to `limit`) with which `blocks` blocks fit, every other
+    input as given (unlike `registers_for_blocks`, which asks the register file alone, as ptxas
+    does for `__launch_bounds__`). None when no register count reaches `blocks`."""
+    kw = {"max_dynamic_smem": max_dynamic_smem, "carveout": carveout,
+          "cache_config": cache_config, "barriers": barriers}
+    return _edge(1, limit, lambda r: compute(arch, block_size, r, static_smem, dynamic_smem,
+                                             **kw).active_blocks >= blocks)
+
+
+def nearest_block_size(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
+                       dynamic_smem: int = 0, *, target: float, max_block_size: int | None = None,
+                       max_dynamic_smem: int | None = None, carveout: int | None = None,
+                       cache_config: str = "none", barriers: int = 1) -> Step | None:
+    """The warp-multiple block size nearest `block_size` (ties: the larger) whose occupancy
+    reaches `target`, up to `max_block_size` (a kernel's `__launch_bounds__`); None if none does."""
+    c = _consts(arch)
+    kw = {"max_dynamic_smem": max_dynamic_smem, "carveout": carveout,
+          "cache_config": cache_config, "barriers": barriers}
+    top = min(c.max_tpb, max_block_size) if max_block_size else c.max_tpb
+    for size in sorted(range(c.ws, top + 1, c.ws), key=lambda s: (abs(s - block_size), -s)):
+        occ = compute(c.a, size, regs_per_thread, static_smem, dynamic_smem, **kw)
+        if occ.occupancy >= target and occ.active_blocks:
+            return Step(size, size - block_size, occ)
+    return None
+
+
 @dataclass(frozen=True)
 class SweepRow:
     block_size: int

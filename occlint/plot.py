@@ -135,8 +135,9 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
     else:
         pts = " ".join(f"{X(s.first)},{Y(s.occupancy)}" for s in curve.segments)
         out.append(f'<polyline points="{pts}" fill="none" stroke="{INK}" stroke-width="1.5" class="curve"/>')
-        out.append(f'<g fill="{INK}">' + "".join(f'<circle cx="{X(s.first)}" cy="{Y(s.occupancy)}" r="1.8"/>'
-                                                 for s in curve.segments) + "</g>")
+        # a dot at each point: zero-length segments with round caps (one element, not 32 circles)
+        dots = "".join(f"M{X(s.first)},{Y(s.occupancy)}h0" for s in curve.segments)
+        out.append(f'<path d="{dots}" stroke="{INK}" stroke-width="3.6" stroke-linecap="round" class="dots"/>')
     # cliffs: a rule from the current level to the cliff's level, a marker and a label
     labels: list[tuple[float, float, str, str, str]] = []
     now_x, now_y = X(curve.current), Y(curve.current_occupancy)
@@ -158,7 +159,8 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
     cliff_sides = {1 if s.value >= curve.current else -1 for s in (curve.gain, curve.loss) if s}
     labels.append((now_x, now_y, f"now {_short(curve, curve.current)}: {_pct(curve.current_occupancy)}",
                    NOW, "now", -1 if cliff_sides == {1} else 1))     # away from the cliffs
-    out.extend(_place_labels(labels, LEFT, LEFT + pw, TOP, TOP + ph))
+    marks = [(x - 6, y - 7, x + 6, y + 7) for x, y, *_ in labels]      # labels keep off the marks
+    out.extend(_place_labels(labels, LEFT, LEFT + pw, TOP, TOP + ph, marks))
     out.append("</svg>")
     return "".join(out)
 
@@ -169,10 +171,10 @@ def _short(curve: Curve, x: int) -> str:
     return str(x)
 
 
-def _place_labels(labels, x_lo, x_hi, y_lo, y_hi) -> list[str]:
+def _place_labels(labels, x_lo, x_hi, y_lo, y_hi, marks=()) -> list[str]:
     """Text labels near their marks (on the side `side` points to: the cliff's direction from the
     current point), nudged so that they stay inside the plot and do not overlap."""
-    out, taken = [], []
+    out, taken, avoid = [], [], list(marks)
     char_w, h = 5.6, 11
     order = {"now": 0, "gain": 1, "loss": 2}
     for x, y, text, colour, which, side in sorted(labels, key=lambda item: order[item[4]]):
@@ -190,7 +192,7 @@ def _place_labels(labels, x_lo, x_hi, y_lo, y_hi) -> list[str]:
             if ly - h < y_lo - 14 or ly > y_hi - 2:
                 continue
             box = (lx, ly - h + 2, lx + w, ly + 2)
-            if any(_overlap(box, t) for t in taken):
+            if any(_overlap(box, t) for t in taken) or any(_overlap(box, m) for m in avoid):
                 continue
             best = (lx, ly, box)
             break

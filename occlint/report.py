@@ -12,6 +12,7 @@ report shows the numbers the findings were computed from. A kernel with no evalu
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from occlint import curves as curves_mod
@@ -122,7 +123,8 @@ def _site_evaluation(site, root: str) -> Evaluation:
         limiter = f"cannot launch ({(site.unlaunchable or 'no block fits').replace('_', ' ')})"
     else:
         value, blocks, limiter = occ.occupancy, occ.active_blocks, curves_mod.limiter_of(occ)
-    return Evaluation("launch" if launch is not None else "launch_bounds", site.label, site.block,
+    basis = getattr(site, "basis", None) or ("launch" if launch is not None else "launch_bounds")
+    return Evaluation(basis, site.label, site.block,
                       site.dynamic_smem, value, blocks, limiter,
                       f"{shown_path(path, root)}:{line}", site.usage, site.static_smem,
                       site.max_dynamic_smem, site.carveout, bound)
@@ -201,16 +203,22 @@ def build(result, *, root: str | None = None, findings=None) -> ReportModel:
                 fig.evaluations = [best_evaluation(fig.arch, u, kernel, where) for u in fig.usages
                                    if _ukey(u) not in evaluated]
             fig.focus = _focus(fig)
-            if fig.focus is not None:
+            if fig.focus is not None and e.path is not None:     # no curves for library kernels
                 fig.curves = _curves(fig.arch, fig.focus)
         e.instantiations = sorted(labels)
     findings = list(result.findings if findings is None else findings)
-    model = ReportModel(root, tuple(sorted(all_archs)), kernels, findings,
+    model = ReportModel(root, tuple(sorted(all_archs, key=arch_order)), kernels, findings,
                         dict(result.sources), list(result.files), list(result.notices),
                         getattr(config, "min_occupancy", 0.5),
                         compiled=any(result.usage.values()))
     link_findings(model)
     return model
+
+
+def arch_order(arch: str) -> tuple:
+    """sm_80 before sm_90 before sm_100 (numerically), sm_90 before sm_90a."""
+    m = re.match(r"\D*(\d+)(.*)", arch)
+    return (int(m.group(1)), m.group(2)) if m else (1 << 30, arch)
 
 
 def _ukey(u: Usage) -> tuple:
@@ -229,6 +237,14 @@ def _focus(fig: ArchFigures) -> Evaluation | None:
     """The configuration the curves are drawn around: the lowest launchable occupancy."""
     usable = [ev for ev in fig.evaluations if ev.usage is not None and ev.occupancy is not None]
     return min(usable, key=lambda ev: ev.occupancy, default=None)
+
+
+def curves_key(fig: ArchFigures) -> tuple:
+    """What the charts of `fig` show, without the arch: equal keys draw identical charts."""
+    def step(s):
+        return None if s is None else (s.value, s.result.occupancy)
+    return tuple((c.kind, c.segments, c.current, c.x_max, step(c.gain), step(c.loss))
+                 for c in fig.curves)
 
 
 def _curves(arch: str, ev: Evaluation) -> tuple:

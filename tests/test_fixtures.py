@@ -6,10 +6,15 @@ unsafe) is applied, and must compile.
 
 The fixture format (DESIGN.md):
     // occlint: --arch sm_86 --min-occupancy 0.6     first line: options for this fixture
+                                                     (`--lock FILE`: a lockfile beside it, OCC050)
     // usage: NAME[<args>] regs=N smem=N [spills=S/L] [barriers=B] [arch=sm_XX]
     //        [maxregs=N] [threads=N]                the cubin's register cap and max threads
     // compile-error: "message"                      own line: nvcc fails at the next code line
     // expect: OCC020 "text"                         at line end, or own line (next code line)
+
+Build files (fixtures/OCC040/: CMake, Makefile, setup.py, pyproject.toml) run through the same
+loader and comparison with `#` comments; compile_commands.json cannot carry comments and is
+checked in tests/test_rules_buildfiles.py.
 """
 
 from __future__ import annotations
@@ -48,7 +53,10 @@ class Fixture:
         return tuple(self.options.get("arch", ["sm_90"]))
 
     def config(self):
-        return config_from_table(self.options, root=str(self.path.parent))
+        from occlint import lock
+        options = {k: v for k, v in self.options.items() if k != "lock"}
+        config = config_from_table(options, root=str(self.path.parent))
+        return lock.with_lock(config, str(self.path.parent / self.options["lock"]) if "lock" in self.options else None)
 
 
 def _options(line: str) -> dict:
@@ -80,7 +88,7 @@ def load(path: Path) -> Fixture:
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     fx = Fixture(path, text, _options(lines[0]) if lines else {})
-    python = path.suffix == ".py"
+    python = path.suffix == ".py" or path.parent.name == "OCC040"     # `#` comments
     pending: list[tuple[str, str]] = []
     pending_errors: list[str] = []
     for number, line in enumerate(lines, 1):
@@ -170,6 +178,18 @@ def test_fixture_with_nvcc(path, nvcc_path, tmp_path):
     if fixed.exists() and not fx.compile_errors:
         after = collect_usage([str(fixed)], config)
         assert not after.errors, after.errors
+
+
+BUILD_CASES = sorted(p for p in (FIXTURES / "OCC040").iterdir() if p.name != "compile_commands.json")
+
+
+@pytest.mark.parametrize("path", BUILD_CASES, ids=[p.name for p in BUILD_CASES])
+def test_build_file_fixture(path):
+    from occlint.engine import lint_build_file
+
+    fx = load(path)
+    assert fx.expected, "a build-file fixture expects at least one finding"
+    _compare(fx, lint_build_file(fx.text, str(path), fx.config()))
 
 
 # --- CUDA inside Python: compiled with the real NVRTC (CuPy) and nvcc (PyCUDA), no recorded usage

@@ -204,3 +204,38 @@ async def test_python_buffer_diagnostics_inside_the_string_and_actions(client: L
     assert "template <int N> __global__ void __launch_bounds__(250, " in fixed
     noqa = next(a for a in await actions_for(client, uri, launch) if "noqa" in a.title)
     assert noqa.title == "Add `# noqa: OCC031`"
+
+
+HEADER = """\
+__global__ void __launch_bounds__(128) tile(float* x) { x[threadIdx.x] = 0.f; }
+"""
+UNIT = """\
+#include "tile.cuh"
+void run(float* x) { tile<<<64, 256>>>(x); }
+__global__ void broken(float* x) { x[0] = undefined_name; }
+"""
+
+
+@pytest.mark.asyncio
+async def test_editor_gets_the_cli_inputs_header_kernels_and_compile_errors(client: LanguageClient, nvcc_path):
+    from conftest import run_cli
+
+    (client.project / "tile.cuh").write_text(HEADER)
+    (client.project / "u.cu").write_text(UNIT)
+    (client.project / "pyproject.toml").write_text(CONFIG + f'nvcc = "{nvcc_path}"\n')
+    cli = run_cli("check", str(client.project / "u.cu"), str(client.project / "tile.cuh"),
+                  "--output-format", "concise", cwd=client.project)
+    assert "OCC032" in cli.stdout and "OCC900" in cli.stdout, cli.stdout + cli.stderr
+    uri = (client.project / "u.cu").as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        text_document=lsp.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=UNIT)))
+    # the header's __launch_bounds__ (project=) and nvcc's error (OCC900), as `check` reports them
+    diags = await diagnostics_where(client, uri, lambda d: {"OCC032", "OCC900"} <= codes(d), 240)
+    d = next(x for x in diags if x.code == "OCC032")
+    assert d.data["code"] == "OCC032" and d.data["span"][0] == 2
+    # a client that sends the range back in other units still gets the finding's actions
+    skewed = lsp.Diagnostic(range=lsp.Range(start=lsp.Position(line=1, character=0),
+                                            end=lsp.Position(line=1, character=1)),
+                            message=d.message, code=d.code, source=d.source, data=d.data)
+    titles = [a.title for a in await actions_for(client, uri, skewed)]
+    assert "Add `// noqa: OCC032`" in titles

@@ -101,3 +101,12 @@ def test_hook_fails_on_the_bad_file_passes_on_the_clean_one_and_fixes(hook_repo,
     assert STAGE_OPT_IN in fixed                  # the safe fix
     assert "scale<<<4096, 100>>>" in fixed        # OCC031's round-up is unsafe: left alone
     assert (project / "clean.cu").read_text() == CLEAN
+
+
+def test_hook_honours_exclude_for_the_files_pre_commit_names(hook_repo, project):
+    (project / "pyproject.toml").write_text('[tool.occlint]\narch = ["sm_90"]\nexclude = ["vendor"]\n')
+    (project / "vendor").mkdir()
+    (project / "vendor" / "v.cuh").write_text(BAD)
+    git(project, "add", "-A")
+    r = run_hook(hook_repo, project, "occlint", "--files", "vendor/v.cuh", "pyproject.toml")
+    assert r.returncode == 0, r.stdout + r.stderr

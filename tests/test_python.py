@@ -404,3 +404,25 @@ def test_noqa_after_a_multiline_string_covers_findings_inside_it(nvrtc_lib):
     assert lint_python(src, "x.py", _cfg())[0] == []
     findings, _ = lint_python(src.replace("  # noqa: OCC020", ""), "x.py", _cfg())
     assert [(f.code, f.span.line) for f in findings] == [("OCC020", 4)]
+
+
+def test_sources_cupy_rewrites_are_not_compiled(nvrtc_lib):
+    src = textwrap.dedent('''\
+        import cupy
+        k = cupy.RawKernel(r"""
+        #include <cuComplex.h>
+        extern "C" __global__ void f(cuDoubleComplex* z, cuComplex w) { z[0] = w; }
+        """, "f", translate_cucomplex=True)
+        ''')
+    findings, notices = lint_python(src, "x.py", _cfg())
+    assert findings == []           # compiled as written it would not (CuPy rewrites cuComplex)
+    assert any(n.startswith("x.py:2:5: ") and "translate_cucomplex" in n for n in notices), notices
+
+
+def test_python_that_does_not_parse_is_a_notice_not_a_traceback(tmp_path):
+    (tmp_path / "bad.py").write_text("import cupy\nk = cupy.RawKernel('x', 'k'\n")
+    (tmp_path / "good.py").write_text(SAXPY)
+    proc = run_cli("check", "--arch", "sm_90", "--output-format", "concise", str(tmp_path))
+    assert "Traceback" not in proc.stderr
+    assert "bad.py:1:1: not parsed as Python" in proc.stderr
+    assert "good.py:9:13: OCC031" in proc.stdout

@@ -127,9 +127,20 @@ def test_chart_labels_stay_inside_and_apart(config):
             x, y, w = float(el.get("x")), float(el.get("y")), len(el.text) * 5.6
             assert 0 <= x and x + w <= plot.WIDTH and 0 <= y - 9 and y <= plot.HEIGHT, el.text
             boxes.append((x, y - 9, x + w, y + 2))
-        overlaps = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
-                    if not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])]
+        marks = []
+        for el in svg.iter(f"{SVG}path"):
+            if el.get("class") in ("now", "gain", "loss"):
+                nums = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", el.get("d"))]
+                xs = [v for v in nums[0::2]] + [v for v in nums[2::2]]
+                ys = nums[1::2]
+                marks.append((min(xs) + 1, min(ys) + 1, max(xs) - 1, max(ys) - 1))
+
+        def apart(a, b):
+            return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+        overlaps = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if not apart(a, b)]
         assert not overlaps, (curve.kind, overlaps)
+        covered = [(a, m) for a in boxes for m in marks if not apart(a, m)]
+        assert not covered, (curve.kind, covered)
 
 
 # --- calc --plot ---------------------------------------------------------------------------------
@@ -309,6 +320,8 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
             findings: [...document.querySelectorAll('article.finding')].map(a => a.dataset.code),
             links: [...document.querySelectorAll('a[href^="#"]')].every(a => document.getElementById(a.hash.slice(1))),
             buttons: document.querySelectorAll('#kernel-table th button').length,
+            ink: [...document.querySelectorAll('article.finding .msg')].every(m =>
+                getComputedStyle(m).color === getComputedStyle(document.body).color),
         }))()""")
         assert sorted(dom["kernels"]) == ["block_reduce_naive", "scale"]
         assert len(dom["charts"]) == 6
@@ -317,6 +330,7 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
             assert width >= 300                            # three in a row at 1280 px
         assert dom["findings"] == ["OCC020", "OCC032", "OCC033", "OCC031"]
         assert dom["links"] and dom["buttons"] == 11
+        assert dom["ink"]                                  # messages in body text colour
         # sorting by occupancy: the kernel that cannot launch comes first
         order = page.eval("""(() => { const b = [...document.querySelectorAll('#kernel-table th button')]
             .find(b => b.textContent.trim().startsWith('Occupancy')); b.click();
@@ -388,3 +402,53 @@ def test_report_escapes_source_text_and_names(tmp_path):
     dom.feed(page)
     assert [a["data-code"] for a in dom.all("article", cls="finding")] == ["OCC031"]
     assert len(dom.all("script")) == 1
+
+
+def test_an_arch_with_the_same_curves_links_to_them_and_library_kernels_get_none(tmp_path):
+    import dataclasses
+
+    from occlint import report
+    from occlint.config import load_config
+    from occlint.emit import html
+    from occlint.engine import lint_paths
+    from occlint.model import Usage
+
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) { p[threadIdx.x] = 1; }\n"
+                   "void run(float* p) { k<<<1024, 256>>>(p); }\n")
+    # sm_90 and sm_100 share every limit, sm_80 does not; `cub::Kernel` is in no source
+    usage = {str(src): [Usage("k", a, 32, source="recorded") for a in ("sm_80", "sm_90", "sm_100")]
+             + [Usage("cub::Kernel", "sm_90", 40, source="recorded")]}
+    config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_80", "sm_90", "sm_100"))
+    model = report.build(lint_paths([str(src)], config, usage=usage), root=str(tmp_path))
+    k = next(e for e in model.kernels if e.name == "k")
+    assert report.curves_key(k.archs["sm_90"]) == report.curves_key(k.archs["sm_100"])
+    assert report.curves_key(k.archs["sm_80"]) != report.curves_key(k.archs["sm_90"])
+    lib = next(e for e in model.kernels if e.name == "cub::Kernel")
+    assert lib.path is None and not lib.archs["sm_90"].curves
+    assert lib.archs["sm_90"].worst.basis == "best"          # still in the table, at its best size
+    page = html.page(model)
+    dom = _Dom()
+    dom.feed(page)
+    assert len(dom.all("svg", cls="chart")) == 6               # sm_80 and sm_90 for k, not sm_100
+    same = dom.all("p", cls="same")
+    assert len(same) == 1 and f'href="#{k.anchor}-sm_90"' in page
+    assert {r["data-kernel"] for r in dom.all("tr", data_arch="sm_90")} == {"k", "cub::Kernel"}
+
+
+def test_a_finding_folded_over_archs_counts_once_per_arch_and_once_in_total():
+    from occlint.emit import html
+    from occlint.model import Finding, Span
+
+    f = Finding("OCC010", "register-cliff", "m", "k.cu", Span(3, 5, 3, 9), arch="sm_80,sm_90", kernel="k")
+    g = Finding("OCC031", "block-size-not-warp-multiple", "m", "k.cu", Span(4, 5, 4, 9), kernel="k")
+    dom = _Dom()
+    dom.feed(html.render([f, g], root=".", sources={"k.cu": "a\nb\nc\nd\n"}))
+    heads = [th["text"].strip() for th in dom.all("th") if th["text"].strip()][:6]
+    assert heads == ["Rule", "Severity", "sm_80", "sm_90", "any", "Total"]
+    rows = {}
+    for tr in dom.all("tr"):
+        cells = _row_cells(dom, tr)
+        if cells and cells[0]["text"].startswith("OCC"):
+            rows[cells[0]["text"].split()[0]] = [c["text"] for c in cells[2:]]
+    assert rows == {"OCC010": ["1", "1", "0", "1"], "OCC031": ["0", "0", "1", "1"]}

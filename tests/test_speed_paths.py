@@ -1,4 +1,4 @@
-"""What keeps start-up cheap: the tree-sitter query (80 ms to compile, whatever its size) is
+"""Start-up and editor details: the tree-sitter query (80 ms to compile, whatever its size) is
 compiled on the first parse, not at import, so commands that parse nothing never pay for it."""
 
 from __future__ import annotations
@@ -18,3 +18,4 @@ def test_query_compiled_on_first_parse_not_at_import():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["0", "1"]
+

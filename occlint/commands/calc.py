@@ -6,7 +6,8 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arch", help="sm_90, 9.0, compute_90, ... (default: the GPU's)")
+    parser.add_argument("--arch", help="sm_90, 9.0, compute_90, ...; a comma list gives one answer "
+                                       "per arch (default: the GPU's)")
     parser.add_argument("--gpu", help="a named GPU (h100, a100, rtx4090, ...): arch and SM count")
     parser.add_argument("--regs", required=True, help="registers per thread (ptxas \"Used N registers\")")
     parser.add_argument("--block", help="threads per block (default 256)")
@@ -122,6 +123,33 @@ def plural(n: int, word: str) -> str:
 
 
 def run(args) -> int:
+    archs = [a.strip() for a in (args.arch or "").split(",") if a.strip()]
+    if len(archs) > 1:       # `--arch sm_80,sm_90` as in every other command: one answer each
+        import contextlib
+        import copy
+        import io
+        import json
+
+        outs = []
+        for a in archs:
+            one = copy.copy(args)
+            one.arch = a
+            if getattr(one, "plot", None):
+                root, dot, ext = one.plot.rpartition(".")
+                one.plot = f"{root}-{a}.{ext}" if dot else f"{one.plot}-{a}"
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                single(one)
+            outs.append(buf.getvalue())
+        if args.json:
+            print(json.dumps([json.loads(o) for o in outs], indent=2))
+        else:
+            print("\n".join(o.rstrip("\n") + "\n" for o in outs), end="")
+        return 0
+    return single(args)
+
+
+def single(args) -> int:
     import json
 
     from occlint import occupancy

@@ -12,11 +12,30 @@ def add_arguments(parser):
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024:
-            return f"{n:g} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+    """Bytes in the units `calc` and `kernels` use (B, KiB, MiB); exact where it can be."""
+    from occlint.units import format_size
+
+    if n < 1024 or (n < 1 << 20 and n % 128 == 0):
+        return format_size(n)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def checkable(archs) -> list[str]:
+    """The archs both nvcc compiles and occlint's GPU table knows: what `check --arch` accepts."""
+    from occlint import gpus
+    from occlint.errors import OcclintError
+
+    out = []
+    for a in archs:
+        try:
+            gpus.arch(a)
+        except OcclintError:
+            continue
+        out.append(a)
+    return out
 
 
 def run(args) -> int:
@@ -37,8 +56,12 @@ def run(args) -> int:
             ("ptxas", nvcc.ptxas),
             ("host compiler", f"{nvcc.host_compiler} ({nvcc.host_version})" if nvcc.host_compiler
              else "not found: nvcc needs g++ on PATH"),
-            ("supported archs", " ".join(nvcc.archs) or "unknown"),
+            ("supported archs", " ".join(checkable(nvcc.archs)) or "unknown"),
         ]
+        others = [a for a in nvcc.archs if a not in checkable(nvcc.archs)]
+        if others:      # nvcc compiles them, but occlint has no occupancy limits for them
+            rows.append(("not checkable", f"{' '.join(others)} (nvcc compiles them; occlint's "
+                                          "GPU table has no limits for them, so check rejects them)"))
     archs = archs_for(config, entries)
     source = ("config" if config.arch else f"gpu {config.gpu}" if config.gpu != type(config).gpu
               else "compile_commands.json" if cc_path and entries else "default")
@@ -48,7 +71,7 @@ def run(args) -> int:
         rows.append(("cache", "disabled (no-cache)"))
     elif looks_like_cache(cache):
         count, size = stats(cache)
-        rows.append(("cache", f"{cache} ({count} entries, {_size(size)})"))
+        rows.append(("cache", f"{cache} ({count} entr{'y' if count == 1 else 'ies'}, {_size(size)})"))
     else:
         rows.append(("cache", f"{cache} (empty)"))
     rows.append(("compile_commands.json",

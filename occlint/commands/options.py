@@ -36,6 +36,20 @@ def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", type=csv, metavar="CODES", help="rule codes or prefixes to enable (replaces the config)")
     parser.add_argument("--extend-select", type=csv, metavar="CODES", help="rule codes or prefixes to enable in addition")
     parser.add_argument("--ignore", type=csv, metavar="CODES", help="rule codes or prefixes to disable")
+    parser.add_argument("--per-file-ignores", action="append", type=csv, metavar="GLOB:CODE,...",
+                        help="codes to disable for files matching a glob, e.g. `tests/*:OCC031` "
+                             "(replaces the config's)")
+    parser.add_argument("--extend-per-file-ignores", action="append", type=csv,
+                        metavar="GLOB:CODE,...", help="like --per-file-ignores, added to the config's")
+    parser.add_argument("--exclude", type=csv, metavar="GLOBS",
+                        help="files and folders to skip (replaces the config's `exclude`)")
+    parser.add_argument("--extend-exclude", type=csv, metavar="GLOBS",
+                        help="files and folders to skip, in addition to `exclude`")
+    parser.add_argument("--force-exclude", action="store_true", default=None,
+                        help="apply the excludes to files named on the command line too")
+    parser.add_argument("--no-force-exclude", dest="force_exclude", action="store_false")
+    parser.add_argument("--cache-dir", metavar="DIR", help="the compile cache folder")
+    parser.add_argument("--nvcc", metavar="PATH", help="use this nvcc")
 
 
 def load(args):
@@ -51,10 +65,38 @@ def load(args):
         "select": getattr(args, "select", None),
         "jobs": getattr(args, "jobs", None),
         "no-cache": True if getattr(args, "no_cache", False) else None,
+        "exclude": getattr(args, "exclude", None),
+        "extend-exclude": getattr(args, "extend_exclude", None),
+        "force-exclude": getattr(args, "force_exclude", None),
+        "cache-dir": getattr(args, "cache_dir", None),
+        "per-file-ignores": _per_file(getattr(args, "per_file_ignores", None)),
     }
     overrides.update({key: value for key, value in flags.items() if value is not None})
     extend = {key: value for key, value in (("extend-select", getattr(args, "extend_select", None)),
                                             ("ignore", getattr(args, "ignore", None))) if value}
-    paths = getattr(args, "paths", None) or ()
-    return load_config(config_file, start=paths[0] if paths else None, overrides=overrides,
-                       extend=extend)
+    paths = [p for p in getattr(args, "paths", None) or () if p != "-"]
+    stdin_name = getattr(args, "stdin_filename", None)
+    start = paths[0] if paths else stdin_name
+    config = load_config(config_file, start=start, overrides=overrides, extend=extend)
+    more = _per_file(getattr(args, "extend_per_file_ignores", None))
+    if more:
+        import dataclasses
+
+        extra = tuple((glob, tuple(codes)) for glob, codes in more.items())
+        config = dataclasses.replace(config, per_file_ignores=config.per_file_ignores + extra)
+    return config
+
+
+def _per_file(groups) -> dict | None:
+    """`GLOB:CODE` pairs (ruff's --per-file-ignores) as the config's {glob: [codes]}."""
+    if not groups:
+        return None
+    from occlint.errors import OcclintError
+
+    table: dict[str, list[str]] = {}
+    for pair in (p for group in groups for p in group):
+        glob, sep, code = pair.rpartition(":")
+        if not sep or not glob or not code:
+            raise OcclintError(f"--per-file-ignores takes GLOB:CODE pairs, not `{pair}`")
+        table.setdefault(glob, []).append(code)
+    return table

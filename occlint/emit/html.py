@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from html import escape
 
-from occlint import __version__, plot
+from occlint import __version__, plot, report
 from occlint.emit.encode import xml_text
 from occlint.model import Finding
 from occlint.report import BUCKETS, ReportModel, occupancy_buckets, shown_path
@@ -25,13 +25,12 @@ DASH = "\u2014"
 
 def render(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
            result=None) -> str:
-    from occlint import report
-
     findings = list(findings)
     if result is not None and result.config is not None:
         model = report.build(result, root=root, findings=findings)
     else:
-        model = ReportModel(root, tuple(sorted({f.arch for f in findings if f.arch})), [], findings,
+        model = ReportModel(root, tuple(sorted({a for f in findings for a in archs_of(f)},
+                                               key=report.arch_order)), [], findings,
                             dict(sources or {}), sorted({f.path for f in findings}), [], 0.5, False)
     return page(model)
 
@@ -45,6 +44,11 @@ def _range(pair, fmt=str) -> str:
         return "\u2014"
     lo, hi = pair
     return fmt(lo) if lo == hi else f"{fmt(lo)}\u2013{fmt(hi)}"
+
+
+def archs_of(f: Finding) -> list[str]:
+    """The archs a finding holds for: one, several when folded ("sm_80,sm_90"), none."""
+    return [a.strip() for a in (f.arch or "").split(",") if a.strip()]
 
 
 def _limiter(text: str) -> str:
@@ -100,9 +104,12 @@ def _summary(model: ReportModel, counts: Counter) -> list[str]:
     # findings per rule and severity, per arch
     archs = list(model.archs)
     by_rule: dict[str, Counter] = {}
+    totals: Counter = Counter()
     names, sev = {}, {}
     for f in model.findings:
-        by_rule.setdefault(f.code, Counter())[f.arch or ""] += 1
+        for a in archs_of(f) or [""]:        # a finding folded over archs counts for each
+            by_rule.setdefault(f.code, Counter())[a] += 1
+        totals[f.code] += 1
         names[f.code], sev[f.code] = f.name, f.severity
     out.append('<h3>Findings per rule</h3><div class="scroll"><table class="sortable" id="rule-table">'
                '<caption>Findings per rule, severity and arch (\u201cany\u201d: arch-independent)</caption>'
@@ -115,7 +122,7 @@ def _summary(model: ReportModel, counts: Counter) -> list[str]:
                    f'<td data-sort="{SEVERITIES.index(sev[code]) if sev[code] in SEVERITIES else 9}">'
                    f'<span class="sev sev-{escape(sev[code])}">{escape(sev[code])}</span></td>'
                    + "".join(f'<td class="num">{c.get(a, 0)}</td>' for a in archs)
-                   + f'<td class="num">{c.get("", 0)}</td><td class="num">{sum(c.values())}</td></tr>')
+                   + f'<td class="num">{c.get("", 0)}</td><td class="num">{totals[code]}</td></tr>')
     if not by_rule:
         out.append(f'<tr><td colspan="{len(archs) + 4}">No findings.</td></tr>')
     out.append("</tbody></table></div>")
@@ -167,7 +174,7 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
             smem = fig.span(lambda u: u.static_smem)
             bars = fig.span(lambda u: u.barriers)
             occ_sort = -1 if w is None or w.occupancy is None else w.occupancy
-            n_find = sum(1 for f in e.findings if f.arch in (arch, None))
+            n_find = sum(1 for f in e.findings if not f.arch or arch in archs_of(f))
             out.append(
                 f'<tr data-kernel="{escape(e.name, quote=True)}" data-arch="{arch}">'
                 f'<td><a href="#{e.anchor}">{escape(e.name)}</a></td><td>{arch}</td>'
@@ -176,18 +183,19 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
                 f'<td class="num" data-sort="{smem[1] if smem else -1}">{_range(smem, format_size)}</td>'
                 f'<td class="num" data-sort="{bars[1] if bars else -1}">{_range(bars)}</td>'
                 f'<td class="num" data-sort="{occ_sort:.4f}">{_pct(w.occupancy) if w else DASH}</td>'
-                f'<td>{escape(_limiter(w.limiter)) if w else ""}</td>'
+                f'<td>{escape(_limiter(w.limiter)) + (" (registers unknown)" if w and w.usage is None else "") if w else ""}</td>'
                 f'<td class="num" data-sort="{w.block if w else -1}">{w.block if w and w.block else DASH}</td>'
                 f'<td>{_basis(w.basis) if w else ""}</td>'
                 f'<td class="num">{n_find}</td></tr>')
     out.append("</tbody></table></div>")
+    counter = [0]                          # chart ids: c1, c2, ... (short: a page holds thousands)
     for e in model.kernels:
-        out += _kernel_detail(model, e, ids)
+        out += _kernel_detail(model, e, ids, counter)
     out.append("</section>")
     return out
 
 
-def _kernel_detail(model: ReportModel, e, ids: dict[int, str]) -> list[str]:
+def _kernel_detail(model: ReportModel, e, ids: dict[int, str], counter: list[int]) -> list[str]:
     where = (f"defined at <code>{escape(shown_path(e.path, model.root))}:{e.line}</code>" if e.path
              else "compiled, not found in the sources")
     out = [f'<article class="kernel" id="{e.anchor}" data-kernel="{escape(e.name, quote=True)}">'
@@ -199,11 +207,13 @@ def _kernel_detail(model: ReportModel, e, ids: dict[int, str]) -> list[str]:
         out.append('<p>Findings: ' + ", ".join(
             f'<a href="#{ids[id(f)]}">{f.code}{" (" + escape(f.arch) + ")" if f.arch else ""} line {f.span.line}</a>'
             for f in e.findings if id(f) in ids) + "</p>")
+    drawn: dict[tuple, str] = {}          # curves key -> the arch whose section shows them
     for arch in model.archs:
         fig = e.archs.get(arch)
         if fig is None:
             continue
-        out.append(f'<section class="arch" data-arch="{arch}"><h4>{escape(e.name)} on {arch}</h4>')
+        out.append(f'<section class="arch" id="{e.anchor}-{arch}" data-arch="{arch}">'
+                   f"<h4>{escape(e.name)} on {arch}</h4>")
         if fig.usages:
             out.append('<p class="usage">' + "; ".join(
                 f"<code>{escape(_ulabel(u))}</code>: {u.registers} registers, "
@@ -221,21 +231,29 @@ def _kernel_detail(model: ReportModel, e, ids: dict[int, str]) -> list[str]:
                            f'<td class="num">{_pct(ev.occupancy)}</td><td class="num">{ev.active_blocks}</td>'
                            f"<td>{escape(_limiter(ev.limiter))}</td><td><code>{escape(ev.where)}</code></td></tr>")
             out.append("</tbody></table></div>")
-        if fig.curves:
+        key = report.curves_key(fig) if fig.curves else None
+        if fig.curves and key in drawn:
+            same = drawn[key]
+            out.append(f'<p class="at same">The curves are those on <a href="#{e.anchor}-{same}">{same}</a>: '
+                       "the same limits give the same occupancy at every point.</p>")
+        elif fig.curves:
+            drawn[key] = arch
             ev = fig.focus
             at = (f"{ev.block} threads/block, {ev.usage.registers} registers/thread, "
                   f"{format_size(ev.static_smem + ev.dynamic_smem)} shared memory/block "
                   f"({_basis(ev.basis)}, <code>{escape(ev.where)}</code>)")
             out.append(f'<p class="at">Curves at {at}:</p><div class="charts">')
             for curve in fig.curves:
-                cid = f"{e.anchor}-{arch}-{curve.kind}"
+                counter[0] += 1
                 out.append(f'<figure class="chartbox" data-kind="{curve.kind}">'
-                           + plot.chart(curve, cid, heading=f"{curve.title} ({arch})")
+                           + plot.chart(curve, f"c{counter[0]}", heading=f"{curve.title} ({arch})")
                            + f'<figcaption>{escape(plot.description(curve))}</figcaption>'
                            + _chart_table(curve) + "</figure>")
             out.append("</div>")
         elif not fig.usages:
             out.append('<p class="notice">No compiler figures for this arch, so no curves.</p>')
+        elif e.path is None:
+            out.append("<p>Compiled only (a library or generated kernel): its figures, no curves.</p>")
         out.append("</section>")
     out.append("</article>")
     return out
@@ -248,7 +266,8 @@ def _ulabel(u) -> str:
 def _chart_table(curve) -> str:
     head = {"block_size": "Threads per block", "registers": "Registers per thread",
             "shared_memory": "Shared memory per block"}[curve.kind]
-    rows = "".join(f'<tr><td>{escape(a)}</td><td class="num">{b}</td><td class="num">{c}</td><td>{escape(d)}</td></tr>'
+    # end tags of cells and rows are implied (HTML): a page holds thousands of these rows
+    rows = "".join(f'<tr><td>{escape(a)}<td class="num">{b}<td class="num">{c}<td>{escape(d)}'
                    for a, b, c, d in plot.table_rows(curve))
     return (f'<details><summary>Numbers</summary><table class="numbers"><thead><tr><th scope="col">{head}</th>'
             '<th scope="col" class="num">Occupancy</th><th scope="col" class="num">Blocks/SM</th>'
@@ -265,7 +284,7 @@ def _findings(model: ReportModel, ids: dict[int, str]) -> list[str]:
         fid = ids[id(f)]
         path = shown_path(f.path, model.root)
         kernel = model.finding_kernel.get(id(f))
-        out.append(f'<article class="finding sev-{escape(f.severity)}" id="{fid}" data-code="{f.code}">'
+        out.append(f'<article class="finding f-{escape(f.severity)}" id="{fid}" data-code="{f.code}">'
                    f'<h3><span class="sev sev-{escape(f.severity)}">{escape(f.severity)}</span> '
                    f'<a href="{escape(f.url, quote=True)}">{f.code}</a> {escape(f.name)}'
                    f'{" on " + escape(f.arch) if f.arch else ""}</h3>'
@@ -347,7 +366,7 @@ th button:focus-visible{outline:2px solid var(--link)}
 th button::after{content:" \\2195";color:var(--muted)}
 th[aria-sort=ascending] button::after{content:" \\25B2"}
 th[aria-sort=descending] button::after{content:" \\25BC"}
-#kernel-table td:first-child{white-space:nowrap}
+#kernel-table td:first-child{min-width:10em;max-width:26em;overflow-wrap:anywhere}
 .sev{display:inline-block;border-radius:3px;padding:0 5px;font-size:.85em;font-weight:600;border:1px solid}
 .sev-error{color:#8b0000;border-style:double;border-width:3px}
 .sev-warning{color:#6b4a00;border-style:solid}
@@ -366,9 +385,9 @@ figcaption{font-size:13px;color:var(--muted);margin-top:4px}
 details summary{cursor:pointer;font-size:13px;margin-top:4px}
 table.numbers{font-size:12.5px}
 article.finding{border:1px solid var(--line);border-left-width:6px;border-radius:4px;padding:4px 12px;margin:10px 0}
-article.finding.sev-error{border-left-style:double;border-left-color:#8b0000}
-article.finding.sev-warning{border-left-color:#6b4a00}
-article.finding.sev-info{border-left-style:dashed;border-left-color:#1d3f7a}
+article.finding.f-error{border-left-style:double;border-left-color:#8b0000}
+article.finding.f-warning{border-left-color:#6b4a00}
+article.finding.f-info{border-left-style:dashed;border-left-color:#1d3f7a}
 article.finding h3{margin:.4em 0 .2em}
 .loc{margin:.2em 0;color:var(--muted)}
 pre{background:var(--soft);padding:6px 8px;overflow-x:auto;border-radius:4px}

@@ -50,8 +50,13 @@ def lint_python(text: str, path: str, config, *, cache=None, compile: bool = Tru
                 result = compile_module(mod, arch, path, config, cache)
                 usage.setdefault(mod.index, []).extend(result.usages)
                 errors.setdefault(mod.index, []).extend(result.errors)
-                if result.notice and result.notice not in notices:
-                    notices.append(result.notice)
+                notice = result.notice
+                if notice and "not found" not in notice:       # about this call: say where
+                    from occlint.fix import make_span
+                    at = make_span(text, mod.offset, mod.offset)
+                    notice = f"{path}:{at.line}:{at.column}: {notice}"
+                if notice and notice not in notices:
+                    notices.append(notice)
     findings = lint_python_source(text, path, model, usage, errors, config)
     return findings, notices
 
@@ -103,6 +108,9 @@ def lint_python_paths(paths, config, result) -> None:
             findings, notices = lint_python(text, path, config, cache=cache)
         except OcclintError as exc:
             result.errors.append(str(exc))
+            continue
+        except (RecursionError, MemoryError) as exc:   # a pathological file: say so, check the rest
+            result.notices.append(f"{path}: CUDA in Python not analysed ({type(exc).__name__})")
             continue
         result.findings.extend(findings)
         result.notices.extend(notices)

@@ -86,7 +86,8 @@ def options_for(mod: Module) -> list[str]:
     opts = [o for o in mod.options if not _ARCH_OPTION.match(o)]
     if mod.framework == "cupy":
         opts.append("-ftz=true")
-        for inc in (cupy_include(), cuda_include()):
+        # NVRTC has no default include path: CuPy adds its own and the CUDA headers (nvcc has them)
+        for inc in (cupy_include(), cuda_include() if mod.backend == "nvrtc" else None):
             if inc:
                 opts.append(f"-I{inc}")
     opts += [f"-I{d}" for d in mod.include_dirs]
@@ -129,6 +130,8 @@ def compile_module(mod: Module, arch: str, path: str, config, cache=None) -> Com
         return Compiled(notice=f"backend {mod.backend!r} is not known; {mod.api} source not compiled")
     source = source_for(mod)
     options = options_for(mod)
+    if mod.rewritten:
+        return Compiled(notice=f"CuPy rewrites this source before compiling ({mod.rewritten}); not compiled")
     if mod.framework == "torch" and not torch_includes():
         return Compiled(notice="torch is not importable, so load_inline sources were not compiled")
     if "<cupy/" in source and cupy_include() is None:

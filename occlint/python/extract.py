@@ -54,6 +54,7 @@ class Module:
     kernel: str | None = None        # RawKernel's name
     extern_c: bool = False           # PyCUDA wraps the source in extern "C" { }
     include_dirs: tuple[str, ...] = ()
+    rewritten: str = ""              # CuPy's translate_cucomplex / jitify: the compiled text differs
 
 
 @dataclass(frozen=True)
@@ -551,6 +552,9 @@ class _Extractor(cst.CSTVisitor):
             names = self.value(kwargs["name_expressions"])
             if isinstance(names, (tuple, list)):
                 mod.name_expressions = tuple(n.text for n in names if isinstance(n, PyStr) and not n.unknown)
+        if framework == "cupy":
+            mod.rewritten = ", ".join(k for k in ("translate_cucomplex", "jitify")
+                                      if k in kwargs and self.value(kwargs[k]) is not False)
         if api == "RawKernel":
             name_node = kwargs.get("name") or (args[1].value if len(args) > 1 else None)
             name = self.value(name_node) if name_node is not None else None

@@ -49,7 +49,8 @@ local ok, err = pcall(function()
   for id, reply in pairs(replies) do
     for _, action in ipairs(reply.result or {}) do
       table.insert(out.actions, action.title)
-      if action.isPreferred and chosen == nil then
+      -- the finding's own fix (OCC031's round-up is unsafe: not `isPreferred`), not the noqa one
+      if chosen == nil and not action.title:find("noqa", 1, true) then
         chosen = action
         encoding = vim.lsp.get_client_by_id(id).offset_encoding
       end

@@ -1,0 +1,88 @@
+"""`occlint check -` with `--stdin-filename PATH`: lint an editor's buffer as if it were PATH.
+
+PATH decides everything but the text: its config (found from its folder), its compile database
+entry and flags, and its archs. The buffer is compiled from a private temporary copy with PATH's
+folder first on the include path (so `#include "local.cuh"` resolves as in the tree); nothing
+is written into the user's tree and the compile cache is not used (the copy's path changes).
+Without `--stdin-filename` the buffer is linted as `-`, a .cu file with the default flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from occlint.config import Config
+from occlint.engine import LintResult
+from occlint.errors import OcclintError
+
+STDIN = "-"
+
+
+def decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise OcclintError(f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                           f"{exc.start})") from None
+
+
+def _compile(text: str, filename: str, config: Config, result: LintResult):
+    """(usages, compile errors, archs) for the buffer compiled as `filename`."""
+    from occlint.toolchain import find_nvcc
+    from occlint.toolchain.compile import NO_NVCC_NOTICE, SKIPPED_CHECKS, compile_one
+    from occlint.toolchain.flags import (archs_for, find_compile_commands, flags_for,
+                                         index_entries, load_compile_commands)
+    from occlint.toolchain.safe import private_tmpdir
+
+    entries = load_compile_commands(find_compile_commands(config))
+    archs = tuple(config.arch) or tuple(archs_for(config, entries))
+    nvcc = find_nvcc(config, entries)
+    if nvcc is None:
+        result.notices.append(NO_NVCC_NOTICE.format(checks=SKIPPED_CHECKS))
+        return [], [], archs
+    where = os.path.abspath(filename if filename != STDIN else "stdin.cu")
+    flags, cwd = flags_for(where, config, index_entries(entries))
+    flags = ["-I", os.path.dirname(where), *flags]
+    usages, errors = [], []
+    with private_tmpdir() as tmp:
+        copy = os.path.join(tmp, os.path.basename(where) if where.endswith(".cu") else "stdin.cu")
+        with open(copy, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        for arch in archs:
+            got, errs, _deps = compile_one(nvcc, copy, arch, flags, cwd, config.compile_timeout)
+            usages += got
+            for e in errs:
+                same = e.path in (copy, os.path.basename(copy)) or (
+                    tmp in e.path and e.path.endswith(os.sep + os.path.basename(copy)))
+                errors.append(dataclasses.replace(e, path=filename if same else e.path,
+                                                  unit=filename,
+                                                  message=e.message.replace(copy, filename)))
+    return usages, errors, archs
+
+
+def lint_stdin(data: bytes, filename: str | None, config: Config) -> LintResult:
+    from occlint.buildfiles import is_build_file
+    from occlint.discover import is_cuda, is_unit
+    from occlint.engine import lint_build_file, lint_source
+    from occlint.project import Project
+
+    name = filename or STDIN
+    result = LintResult()
+    text = decode(data, name)
+    result.sources[name] = text
+    result.files.append(name)
+    if filename and is_build_file(filename):
+        result.findings.extend(lint_build_file(text, name, config))
+        return result
+    if filename and not is_cuda(filename):
+        raise OcclintError(f"{filename}: not a CUDA source or build file occlint reads")
+    usages, errors, archs = [], [], tuple(config.arch)
+    if name == STDIN or is_unit(name):
+        usages, errors, archs = _compile(text, name, config, result)
+    config = dataclasses.replace(config, arch=archs) if archs else config
+    project = Project.read({name: text})
+    result.config, result.project, result.usage[name] = config, project, usages
+    result.findings.extend(lint_source(text, name, usages, config, source=project[name],
+                                       compile_errors=errors, project=project))
+    return result
