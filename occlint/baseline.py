@@ -22,11 +22,13 @@ def source_line(path: str, line: int, sources: Mapping[str, str] | None = None) 
     text = (sources or {}).get(path)
     if text is None:
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            from occlint.files import decode, read_regular
+            text = decode(read_regular(path))
         except OSError:
             return ""
-    lines = text.splitlines()
+    from occlint.source.text import split_lines
+
+    lines = split_lines(text)
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 

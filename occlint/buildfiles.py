@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from occlint.model import Span
+from occlint.source.text import split_lines
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -82,7 +83,7 @@ def _strip_hash_comments(line: str) -> str:
 
 def _scan_hash_text(text: str, kind: str) -> list[FlagHit]:
     hits, offset = [], 0
-    for line in text.splitlines(keepends=True):
+    for line in split_lines(text, keepends=True):
         code = _strip_hash_comments(line)
         if kind == "cmake":
             code = re.sub(r"#\[(=*)\[.*", "", code)
@@ -114,7 +115,7 @@ def scan_setup_py(text: str) -> list[FlagHit]:
     from libcst.metadata import ParentNodeProvider
     parents = wrapper.resolve(ParentNodeProvider)
     line_starts = [0]
-    for line in text.splitlines(keepends=True):
+    for line in split_lines(text, keepends=True):
         line_starts.append(line_starts[-1] + len(line))
     hits: list[FlagHit] = []
 
@@ -169,7 +170,7 @@ def _locate(text: str, strings: list[str], kind: str) -> list[FlagHit]:
     wanted = {m.group(0).rstrip() for s in strings for m in FLAG.finditer(s)}
     hits, offset = [], 0
     seen: set[str] = set()
-    for line in text.splitlines(keepends=True):
+    for line in split_lines(text, keepends=True):
         code = _strip_hash_comments(line) if kind == "pyproject" else line
         for m in FLAG.finditer(code):
             flag = m.group(0).rstrip()

@@ -36,6 +36,7 @@ from occlint.facts import (
     static_total,
 )
 from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, Span, Usage
+from occlint.source.text import split_lines
 
 
 class Pct(float):
@@ -639,7 +640,7 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         if over and "shared data" in err.message:
             continue    # OCC021 already names this cause at the declaration
         if err.line:
-            lines = facts.text.splitlines(keepends=True)
+            lines = split_lines(facts.text, keepends=True)
             line = min(err.line, max(1, len(lines)))
             offset = sum(len(s) for s in lines[:line - 1])
             width = len(lines[line - 1].rstrip("\n")) if lines else 0

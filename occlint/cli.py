@@ -54,8 +54,11 @@ def build_parser(only: str | None = None):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["nvcc"] and argv[1:2] not in (["-h"], ["--help"]):
-        from occlint.commands.nvcc import launch  # once per compile: skip argparse
-        return launch(argv[1:])
+        try:
+            from occlint.commands.nvcc import launch  # once per compile: skip argparse
+            return launch(argv[1:])
+        except KeyboardInterrupt:               # before the compiler started: nothing to wait for
+            return 130
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     if not argv:
         parser.print_help()
@@ -68,12 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2
+    from occlint.process import Terminated, handle_sigterm, kill_all
+
+    handle_sigterm()            # SIGTERM (timeout, CI cancellation) is handled like Ctrl-C
     try:
         return int(args._run(args) or 0)
     except OcclintError as exc:
         print(f"occlint: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated as exc:
+        kill_all()
+        return 128 + exc.signum
     except KeyboardInterrupt:
+        kill_all()
         return 130
     except BrokenPipeError:
         return 0

@@ -21,7 +21,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from occlint.errors import OcclintError
+from occlint.files import read_regular
 
+
+MAX_SECONDS = 86400      # compile-timeout: one day is more than any compile needs
 
 @dataclass(frozen=True)
 class Config:
@@ -154,10 +157,11 @@ def split_config_options(options) -> tuple[str | None, dict]:
 
 def _read_toml(file: Path) -> dict:
     try:
-        with open(file, "rb") as fh:
-            return tomllib.load(fh)
+        return tomllib.loads(read_regular(file).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise OcclintError(f"{file}: not valid UTF-8 (byte {exc.start + 1})") from None
     except OSError as exc:
-        raise OcclintError(f"cannot read {file}: {exc.strerror}") from None
+        raise OcclintError(f"cannot read {file}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise OcclintError(f"{file}: invalid TOML: {exc}") from None
 
@@ -253,8 +257,9 @@ def _check_value(key: str, value, where: str, base: Path):
             raise bad("a number between 0 and 1")
         return value
     if kind == "seconds":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise bad("a positive number of seconds")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0 < value <= MAX_SECONDS:      # nan, inf and 1e300 too
+            raise bad(f"a positive number of seconds, at most {MAX_SECONDS}")
         return float(value)
     if kind == "per-file":
         if not isinstance(value, dict):

@@ -20,12 +20,21 @@ HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 ALL_LINES = None  # marker: every line of the file changed (an untracked file)
 
 
+GIT_TIMEOUT = 120.0
+
+
 def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess:
+    from occlint.process import run
+
+    cmd = ["git", "-c", "core.quotepath=off", *args]
     try:
-        return subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd, text=True,
-                              capture_output=True, encoding="utf-8", errors="replace")
+        code, out, err = run(cmd, timeout=GIT_TIMEOUT, cwd=cwd, stderr_to_stdout=False)
     except FileNotFoundError:
         raise OcclintError("--diff-base needs git, and git is not on PATH") from None
+    if code is None:
+        raise OcclintError(f"`git {' '.join(args)}` timed out after {GIT_TIMEOUT:g} s")
+    return subprocess.CompletedProcess(cmd, code, out.decode("utf-8", "replace"),
+                                       err.decode("utf-8", "replace"))
 
 
 def _unquote(name: str) -> str:

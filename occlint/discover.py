@@ -14,6 +14,7 @@ from pathlib import Path
 
 from occlint.buildfiles import is_build_file
 from occlint.errors import OcclintError
+from occlint.files import read_regular
 from occlint.python import is_python, names_a_framework
 
 # The one home of these lists: discovery, the compiler, the engine and the language server read them.
@@ -47,8 +48,7 @@ class GitIgnore:
     def add_file(self, folder: str) -> None:
         file = os.path.join(folder, ".gitignore")
         try:
-            with open(file, encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()
+            lines = read_regular(file).decode("utf-8", "replace").splitlines()
         except OSError:
             return
         for raw in lines:
@@ -123,7 +123,7 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
     for given in paths:
         if not os.path.exists(given):
             raise OcclintError(f"{given}: no such file or directory")
-        if os.path.isfile(given):
+        if not os.path.isdir(given):    # a file, or a FIFO/device that reading names and skips
             if not (getattr(config, "force_exclude", False) and excluded(given, config)):
                 kind = _wanted(given) or ("python" if python is not None and is_python(given) else "cuda")
                 add(given, kind)

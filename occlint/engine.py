@@ -121,17 +121,17 @@ def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
 
 
 def read_text(path: str) -> str:
-    """Decode a file as UTF-8 (a BOM is dropped); OcclintError with one clear line otherwise."""
+    """A regular file's text (a BOM dropped); OcclintError with one clear line when it cannot be
+    read or is not a regular file (a FIFO or device would block). Bytes that are not UTF-8
+    (Latin-1 comments) decode as U+FFFD, one character each, so positions stay right;
+    `fix.write_fixed` refuses to write such a file."""
+    from occlint.files import decode, read_regular
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path)
     except OSError as exc:
-        raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise OcclintError(f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-                           f"{exc.start}); file skipped") from None
+        raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}; file skipped") from None
+    return decode(data)
 
 
 def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
@@ -223,9 +223,13 @@ def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: Lint
     `python`: the run's Python files, whose torch extension calls give units their flags."""
     if not cuda:
         return None
-    from occlint.python.extensions import run_entries
     from occlint.toolchain import collect_usage
-    report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=run_entries(config.root, python))
+    extra: list[dict] = []
+    # libcst (~0.1 s to import) only when there is a setup.py or Python file to read
+    if python or os.path.isfile(os.path.join(config.root, "setup.py")):
+        from occlint.python.extensions import run_entries
+        extra = run_entries(config.root, python)
+    report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=extra)
     if report.notice:
         result.notices.append(report.notice)
     return report

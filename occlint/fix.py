@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import functools
+import re
 from collections.abc import Iterable, Sequence
 
 from occlint.model import Edit, Finding, Fix, Span
@@ -43,9 +44,11 @@ def apply(text: str, edits: Iterable[Edit]) -> str:
         if not accepted or (not _overlaps(accepted[-1], edit) and accepted[-1].span.end <= edit.span.start):
             accepted.append(edit)
     out, pos = [], 0
+    crlf = newline_of(text) == "\r\n"
     for edit in accepted:
         out.append(text[pos:edit.span.start])
-        out.append(edit.content)
+        # inserted lines take the file's line ending
+        out.append(re.sub(r"(?<!\r)\n", "\r\n", edit.content) if crlf else edit.content)
         pos = edit.span.end
     out.append(text[pos:])
     return "".join(out)
@@ -75,8 +78,10 @@ def apply_fixes(text: str, findings: Sequence[Finding], *, unsafe: bool = False)
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True),
-                                        after.splitlines(keepends=True),
+    from occlint.source.text import split_lines
+
+    return "".join(difflib.unified_diff(split_lines(before, keepends=True),
+                                        split_lines(after, keepends=True),
                                         fromfile=f"a/{path}", tofile=f"b/{path}"))
 
 
@@ -84,3 +89,64 @@ def fixable(finding: Finding, *, unsafe: bool = False) -> bool:
     fix: Fix | None = finding.fix
     return bool(fix and fix.edits and (fix.applicability == "safe"
                                        or (unsafe and fix.applicability == "unsafe")))
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def newline_of(text: str) -> str:
+    """The file's line ending: that of its first line ("\\n" when it has none)."""
+    end = text.find("\n")
+    return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
+
+
+def write_fixed(path: str, before: str, after: str) -> None:
+    """Replace `path`'s text `before` (as linted: decoded, BOM dropped) with `after`, keeping
+    what the user has: BOM, mode and owner, symlinks (the target is written) and hard links
+    (written in place). OcclintError, one line, when the file is not UTF-8, changed since it
+    was read, or cannot be written; nothing is written then."""
+    import os
+    import stat
+    import tempfile
+
+    from occlint.errors import OcclintError
+    from occlint.files import read_regular
+
+    target = os.path.realpath(path)
+    try:
+        data = read_regular(target)
+        st = os.stat(target)
+    except OSError as exc:
+        raise OcclintError(f"{path}: cannot read: {exc.strerror or exc}; fixes not written") from None
+    bom = data.startswith(BOM)
+    try:
+        now = data[len(BOM) if bom else 0:].decode("utf-8")
+    except UnicodeDecodeError:
+        raise OcclintError(f"{path}: not valid UTF-8; fixes are only written to UTF-8 files") from None
+    if now != before:
+        raise OcclintError(f"{path}: changed since it was read; fixes not written (run again)")
+    out = (BOM if bom else b"") + after.encode("utf-8")
+    try:
+        if st.st_nlink > 1:     # a hard link: the same inode, written in place
+            with open(target, "r+b") as fh:
+                fh.write(out)
+                fh.truncate()
+            return
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".occlint-fix-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(out)
+                try:
+                    os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+                except OSError:
+                    pass        # not ours to give away: the mode still is kept
+                os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise OcclintError(f"{path}: cannot write fixes: {exc.strerror or exc}") from None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from occlint.errors import OcclintError
+from occlint.files import read_regular
 
 T = TypeVar("T")
 
@@ -18,10 +19,11 @@ def load(file: str, *, version: int, kind: str, missing: str, parse: Callable[[d
     if not os.path.isfile(file):
         raise OcclintError(missing)
     try:
-        with open(file, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = json.loads(read_regular(file).decode("utf-8"))
         if doc.get("version") != version:
             raise ValueError(f"unsupported version {doc.get('version')!r}")
         return parse(doc)
+    except OSError as exc:
+        raise OcclintError(f"cannot read {file}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise OcclintError(f"{file} is not an occlint {kind}: {exc}") from None

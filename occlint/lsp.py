@@ -27,6 +27,8 @@ from occlint.discover import is_cuda
 from occlint.errors import OcclintError
 from occlint.model import Finding, Span, Usage
 from occlint.python import is_python, lint_python, might_have_cuda
+from occlint.files import read_regular
+from occlint.source.text import split_lines
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "info": lsp.DiagnosticSeverity.Information}
@@ -112,8 +114,7 @@ class OcclintServer(LanguageServer):
             if got is None or got[0] != stamp:
                 if text is None:
                     try:
-                        with open(file, "rb") as fh:
-                            text = fh.read()
+                        text = read_regular(file)      # a FIFO never blocks the loop
                     except OSError:
                         continue
                 got = self.parsed[file] = (stamp, parse(text, file))
@@ -214,8 +215,7 @@ class OcclintServer(LanguageServer):
         if not path or not is_cuda(path):
             return
         try:
-            with open(path, encoding="utf-8") as fh:
-                on_disk = fh.read().replace("\r\n", "\n")
+            on_disk = await asyncio.get_running_loop().run_in_executor(None, _read_disk, path)
         except (OSError, UnicodeDecodeError):
             return
         if on_disk != doc.source.replace("\r\n", "\n"):
@@ -234,6 +234,13 @@ class OcclintServer(LanguageServer):
             return
         if uri in self.workspace.text_documents:
             self.publish(uri)
+
+
+def _read_disk(path: str) -> str:
+    """The file's text on disk, if it is a regular UTF-8 file (a FIFO never blocks)."""
+    from occlint.files import read_regular
+
+    return read_regular(path).decode("utf-8-sig").replace("\r\n", "\n")
 
 
 # --- conversions ------------------------------------------------------------------------------------
@@ -281,7 +288,8 @@ def noqa_edit(text: str, line: int, code: str, comment: str = "//") -> lsp.TextE
     """Add `code` to the noqa comment on `line` (1-based), or append `  // noqa: CODE`
     (`# noqa` on a Python line; occlint.noqa decides where); None when the line already
     silences it."""
-    content = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+    lines = split_lines(text)
+    content = lines[line - 1] if line <= len(lines) else ""
     where = noqa.add_code(content, code, comment)
     if where is None:
         return None
@@ -300,7 +308,7 @@ def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAc
         return None
     if "\r\n" in source:
         fixed = fixed.replace("\n", "\r\n")
-    end = lsp.Position(line=len(source.splitlines(keepends=True)), character=0)
+    end = lsp.Position(line=len(split_lines(source, keepends=True)), character=0)
     edit = lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0), end=end), new_text=fixed)
     return lsp.CodeAction(title=f"occlint: apply {len(applied)} safe fix{'es' * (len(applied) != 1)}",
                           kind=FIX_ALL, edit=lsp.WorkspaceEdit(changes={uri: [edit]}))
@@ -436,7 +444,7 @@ def build_server() -> OcclintServer:
             return None
         text = doc.source.replace("\r\n", "\n")
         pos = doc.position_from_client_units(params.position)
-        offset = sum(len(x) for x in text.splitlines(keepends=True)[: pos.line]) + pos.character
+        offset = sum(len(x) for x in split_lines(text, keepends=True)[: pos.line]) + pos.character
         got = ls.analysed.get(uri)
         if got is None or got.digest != _digest(text):
             ls.publish(uri)                  # the diagnostics are older than the text: bring both up
@@ -449,5 +457,35 @@ def build_server() -> OcclintServer:
     return server
 
 
+class FramingGuard:
+    """stdin for pygls that survives malformed framing. pygls reads header lines until a valid
+    `Content-Length`; after a bad one (`Content-Length: abc`) the body, which ends without a
+    newline, would swallow the next message's header, and every message after it. Here a
+    header that starts in the middle of a line is split off, so reading resynchronises."""
+
+    HEADER = b"Content-Length:"
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        self.pending = b""
+
+    def readline(self) -> bytes:
+        if b"\n" in self.pending:
+            line, _, self.pending = self.pending.partition(b"\n")
+            line += b"\n"
+        else:
+            line, self.pending = self.pending + self.raw.readline(), b""
+        at = line.find(self.HEADER)
+        if at > 0:
+            self.pending, line = line[at:] + self.pending, line[:at]
+        return line
+
+    def read(self, n: int) -> bytes:
+        head, self.pending = self.pending[:n], self.pending[n:]
+        return head + (self.raw.read(n - len(head)) if n > len(head) else b"")
+
+
 def serve() -> None:
-    build_server().start_io()
+    import sys
+
+    build_server().start_io(stdin=FramingGuard(sys.stdin.buffer))

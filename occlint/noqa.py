@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from occlint.source.text import split_lines
+
 FILE = re.compile(r"//\s*occlint:\s*noqa\b(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?", re.I)
 LINE = re.compile(r"(?://|/\*)\s*noqa\b(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.I)
 
@@ -40,7 +42,7 @@ def read(text: str, comment: str = "//") -> Noqa:
     lines: dict[int, Codes] = {}
     if "noqa" not in text.lower():
         return file_level, lines
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(split_lines(text), 1):
         if "noqa" not in line.lower():
             continue
         m = file_re.search(line)

@@ -56,6 +56,8 @@ def _valid(name: str, data: bytes, root) -> None:
         lines = [ln for ln in text.splitlines() if "OCC031" in ln]
         assert len(lines) == 1 and lines[0].startswith("caf\\xe9 \\x1b[31m")
         assert "\x1b" not in text
+    elif name == "html":
+        assert "<&>.cu" not in text and "\x1b" not in text     # escaped: no markup from a name
     elif name == "full":
         assert text.count("OCC031") >= 2 and "caf\\xe9" in text and "\x1b" not in text
 

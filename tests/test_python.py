@@ -426,3 +426,31 @@ def test_python_that_does_not_parse_is_a_notice_not_a_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert "bad.py:1:1: not parsed as Python" in proc.stderr
     assert "good.py:9:13: OCC031" in proc.stdout
+
+
+def test_a_value_set_under_a_condition_is_not_guessed():
+    src = textwrap.dedent('''\
+        import cupy
+        SRC = "extern \\"C\\" __global__ void k(float* p) { p[0] = 1.0f; }"
+        def make(hip):
+            code = "// head\\n"
+            if hip:
+                code += "// a\\n"
+            else:
+                code += "// b\\n"
+            code += SRC
+            return cupy.RawKernel(code, "k")
+        def make2(hip):
+            src = SRC
+            if hip:
+                src = "#include <ctime>\\n" + src
+            return cupy.RawKernel(src, "k")
+        if cupy is not None:
+            only = cupy.RawKernel(SRC, "k")      # the only value it can have
+        ''')
+    model = extract(src, "x.py")
+    first, second, third = model.modules
+    assert first.code.unknown == ["code (set under a condition)"]
+    assert first.code.text.endswith("__global__ void k(float* p) { p[0] = 1.0f; }")
+    assert second.code is None          # not the HIP variant, not the plain one: unknown
+    assert third.code is not None and not third.code.unknown

@@ -111,8 +111,8 @@ def test_gitignore_exclude_and_bad_encoding(tmp_path):
                               "src/latin1.cu": b"// caf\xe9\n__global__ void k() {}\n",
                               "occlint.toml": 'exclude = ["vendor"]\n'})
     r = run_cli("check", root, "--output-format", "json", "--no-cache")
-    assert r.returncode == 2
-    assert "latin1.cu: not valid UTF-8" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 1                        # latin1.cu is linted (lossily), not an error
+    assert "latin1.cu" not in r.stderr and "Traceback" not in r.stderr
     assert {f["filename"].rsplit("/", 1)[1] for f in json.loads(r.stdout)} == {"s.cu"}
 
 

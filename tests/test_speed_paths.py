@@ -19,3 +19,14 @@ def test_query_compiled_on_first_parse_not_at_import():
                          check=True).stdout.split()
     assert out == ["0", "1"]
 
+
+
+def test_a_cuda_only_check_never_imports_libcst(tmp_path):
+    # libcst reads setup.py and Python files; a project with neither must not pay its import
+    (tmp_path / "k.cuh").write_text("__global__ void k() {}\nvoid h() { k<<<1, 100>>>(); }\n")
+    code = ("import sys, runpy; sys.argv = ['occlint', 'check', '--no-cache', 'k.cuh', '-q'];\n"
+            "from occlint.cli import main; rc = main(sys.argv[1:]);\n"
+            "print('libcst' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True).stdout.split()
+    assert out[-1] == "False"

@@ -116,17 +116,20 @@ def once(args) -> int:
             print(f"\nWould fix {say.plural(len(fixed), 'finding')}.", file=err)
         return 1 if fixed and not args.exit_zero else 0
     fix_mode = bool(args.fix or args.fix_only) and not stdin     # a buffer is never written
+    unwritable: set[str] = set()      # one error each; the other files are still fixed
     for _ in range(MAX_FIX_PASSES if fix_mode else 0):
         written = 0
         for path, file_findings in _by_file(findings).items():
             text = result.sources.get(path)
-            if text is None:
+            if text is None or path in unwritable:
                 continue
             new_text, applied = fixing.apply_fixes(text, file_findings, unsafe=args.unsafe_fixes)
             if new_text != text:
+                if not _write(path, text, new_text):
+                    unwritable.add(path)
+                    continue
                 fixed.extend(applied)
                 written += 1
-                _write(path, new_text)
         if not written:
             break
         # as ruff does: report what the fixed files say now (lines moved, findings the fixes
@@ -178,7 +181,7 @@ def once(args) -> int:
         else:
             stream.write(say.summary(findings, len(fixed), args.unsafe_fixes))
         stream.flush()
-    if result.errors:
+    if result.errors or unwritable:
         return 2
     if fixed and args.exit_non_zero_on_fix:
         return 1
@@ -260,18 +263,21 @@ def _add_noqa(findings, result, args) -> int:
 
     from occlint import noqa
     from occlint.commands import summary as say
+    from occlint.source.text import split_lines
 
     by_file: dict[str, list] = {}
     for f in findings:
         by_file.setdefault(f.path, []).append(f)
     added = 0
+    failed = False
     for path, file_findings in sorted(by_file.items()):
         text = result.sources.get(path)
         if text is None or path.endswith(".json"):
             continue
         comment = "//" if path.endswith((".cu", ".cuh", ".cuhpp", ".cu.inc", ".h", ".hpp")) else "#"
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text, keepends=True)
         changed = False
+        here = 0
         for f in sorted(file_findings, key=lambda f: f.span.line):
             i = f.span.line - 1
             if not 0 <= i < len(lines):
@@ -283,13 +289,15 @@ def _add_noqa(findings, result, args) -> int:
                 continue
             at, insert = where
             lines[i] = body[:at] + insert + body[at:] + end
-            added += 1
+            here += 1
             changed = True
-        if changed:
-            _write(path, "".join(lines))
+        if changed and not _write(path, text, "".join(lines)):
+            failed = True
+        elif changed:
+            added += here
     if not (args.quiet or args.silent):
         print(f"Added {say.plural(added, 'noqa directive')}.", file=sys.stderr)
-    return 0
+    return 2 if failed else 0
 
 
 def _outputs(args, emitters) -> list[tuple[str, str | None]]:
@@ -314,20 +322,20 @@ def _outputs(args, emitters) -> list[tuple[str, str | None]]:
     return outputs
 
 
-def _write(path: str, text: str) -> None:
-    import os
-    import tempfile
+def _write(path: str, before: str, after: str) -> bool:
+    """Write a fixed file (fix.write_fixed keeps BOM, mode, links and refuses a changed file);
+    False, with one error line, when it cannot be written."""
+    import sys
 
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".occlint-fix-")
+    from occlint import fix as fixing
+    from occlint.errors import OcclintError
+
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        fixing.write_fixed(path, before, after)
+        return True
+    except OcclintError as exc:
+        print(f"occlint: error: {exc}", file=sys.stderr)
+        return False
 
 
 def _stdout(data: bytes) -> None:

@@ -1,7 +1,7 @@
-"""`occlint clean`: remove the compile cache (only a directory that is an occlint cache)."""
+"""`occlint clean`: remove the compile cache: only the entries occlint wrote, in a folder that
+carries occlint's CACHEDIR.TAG; the folder goes too once nothing else is in it."""
 
 from __future__ import annotations
-
 
 from occlint.commands.options import add_config_arguments, load
 
@@ -12,28 +12,21 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    import shutil
     from dataclasses import replace
 
     from occlint.errors import OcclintError
-    from occlint.toolchain.cache import cache_dir, looks_like_cache, stats
+    from occlint.toolchain.cache import cache_dir, looks_like_cache, remove
 
     config = load(args)
     if args.cache_dir:
         config = replace(config, cache_dir=args.cache_dir)
     path = cache_dir(config)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         print(f"no cache at {path}")
         return 0
-    if path.is_symlink() or not path.is_dir() or not looks_like_cache(path):
-        raise OcclintError(f"refusing to remove {path}: it is not an occlint cache "
+    if not looks_like_cache(path):
+        raise OcclintError(f"refusing to clean {path}: it is not an occlint cache "
                            "(no CACHEDIR.TAG written by occlint)")
-    count, size = stats(path)
-
-    def ignore_vanished(_func, _path, exc):
-        if not isinstance(exc if isinstance(exc, BaseException) else exc[1], FileNotFoundError):
-            raise exc if isinstance(exc, BaseException) else exc[1]
-
-    shutil.rmtree(path, onerror=ignore_vanished)  # another occlint may be writing: fine
-    print(f"removed {path} ({count} entries, {size} bytes)")
+    count, size = remove(path)   # only occlint's entries: anything else in the folder stays
+    print(f"removed {count} entries ({size} bytes) from {path}")
     return 0

@@ -287,8 +287,8 @@ def run(args) -> int:
     views = source_views(files, config)
     for path in files:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            from occlint.files import read_regular
+            data = read_regular(path)
         except OSError as exc:
             errors.append(f"cannot read {path}: {exc.strerror or exc}")
             continue

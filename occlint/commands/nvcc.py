@@ -111,10 +111,44 @@ def launch(cmd: list[str]) -> int:
 
 def _call(cmd: list[str]) -> int:
     """The exit status (negative for a signal), with stdio inherited; posix_spawn where it
-    exists, which spares the launcher subprocess's import on every compile."""
+    exists, which spares the launcher subprocess's import on every compile. Ctrl-C and SIGTERM
+    go to the compiler too (a Ctrl-C at the terminal reaches it by itself), and the launcher
+    exits as the compiler did: no traceback."""
+    import signal
+
     if not hasattr(os, "posix_spawnp"):
         import subprocess
         return subprocess.call(cmd)
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    got: list[int] = []
+    child: list[int] = []
+
+    def forward(signum, _frame):
+        got.append(signum)
+        for pid in child:
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        pid = os.posix_spawnp(cmd[0], cmd, os.environ)
+        child.append(pid)
+        for signum in got:          # arrived while the compiler was being started
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    code = os.waitstatus_to_exitcode(status)
+    if got and code == 0:
+        return -got[0]        # interrupted, though the compiler finished: not a success
+    return code

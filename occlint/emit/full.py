@@ -9,7 +9,9 @@ from occlint.model import Finding
 
 
 def snippet(f: Finding, text: str) -> list[str]:
-    lines = text.splitlines()
+    from occlint.source.text import split_lines
+
+    lines = split_lines(text)
     if not 1 <= f.span.line <= len(lines):
         return []
     first = max(1, f.span.line - 1)

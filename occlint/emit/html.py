@@ -46,6 +46,11 @@ def _range(pair, fmt=str) -> str:
     return fmt(lo) if lo == hi else f"{fmt(lo)}\u2013{fmt(hi)}"
 
 
+def _breakable(name: str) -> str:
+    """A long qualified name that may wrap after `::`, `<` and `,` (HTML-escaped)."""
+    return escape(name).replace("::", "::<wbr>").replace("&lt;", "&lt;<wbr>").replace(",", ",<wbr>")
+
+
 def archs_of(f: Finding) -> list[str]:
     """The archs a finding holds for: one, several when folded ("sm_80,sm_90"), none."""
     return [a.strip() for a in (f.arch or "").split(",") if a.strip()]
@@ -177,7 +182,7 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
             n_find = sum(1 for f in e.findings if not f.arch or arch in archs_of(f))
             out.append(
                 f'<tr data-kernel="{escape(e.name, quote=True)}" data-arch="{arch}">'
-                f'<td><a href="#{e.anchor}">{escape(e.name)}</a></td><td>{arch}</td>'
+                f'<td><a href="#{e.anchor}">{_breakable(e.name)}</a></td><td>{arch}</td>'
                 f'<td class="num" data-sort="{regs[1] if regs else -1}">{_range(regs)}</td>'
                 f'<td class="num" data-sort="{spills[1] if spills else -1}">{_range(spills)}</td>'
                 f'<td class="num" data-sort="{smem[1] if smem else -1}">{_range(smem, format_size)}</td>'
@@ -318,7 +323,9 @@ def _diff_class(line: str) -> str:
 
 
 def _snippet(f: Finding, text: str, context: int = 2) -> str:
-    lines = text.splitlines()
+    from occlint.source.text import split_lines
+
+    lines = split_lines(text)
     if not 1 <= f.span.line <= len(lines):
         return ""
     first, last = max(1, f.span.line - context), min(len(lines), f.span.end_line + context)
@@ -366,7 +373,7 @@ th button:focus-visible{outline:2px solid var(--link)}
 th button::after{content:" \\2195";color:var(--muted)}
 th[aria-sort=ascending] button::after{content:" \\25B2"}
 th[aria-sort=descending] button::after{content:" \\25BC"}
-#kernel-table td:first-child{min-width:10em;max-width:26em;overflow-wrap:anywhere}
+#kernel-table td:first-child{min-width:14em;max-width:26em;overflow-wrap:anywhere}
 .sev{display:inline-block;border-radius:3px;padding:0 5px;font-size:.85em;font-weight:600;border:1px solid}
 .sev-error{color:#8b0000;border-style:double;border-width:3px}
 .sev-warning{color:#6b4a00;border-style:solid}
@@ -398,7 +405,8 @@ mark{background:transparent;text-decoration:underline wavy #a3261b 1.5px;text-un
 .diff .del{display:block;background:#fbe9e7;text-decoration:line-through;text-decoration-color:#999}
 .diff .dh,.diff .dhunk{display:block;color:var(--muted)}.diff .ctx{display:block}
 @media (max-width:640px){body{font-size:14px}header,main{padding:0 10px}
- th,td{padding:2px 5px}.charts{grid-template-columns:1fr}}
+ th,td{padding:2px 5px}.charts{grid-template-columns:1fr}
+ #kernel-table td:first-child{min-width:10em}}
 """
 
 SCRIPT = """

@@ -73,9 +73,9 @@ _MARKERS = (b"cupy", b"pycuda", b"cpp_extension")
 def names_a_framework(path: str) -> bool:
     """The pre-filter discovery applies to every `.py` file: its bytes name cupy, pycuda or
     cpp_extension. Nothing else is done for a file that does not."""
+    from occlint.files import read_regular
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path)      # never a FIFO or device
     except OSError:
         return True            # let the reader report it
     return any(m in data for m in _MARKERS)
@@ -87,9 +87,9 @@ def lint_python_paths(paths, config, result) -> None:
     from occlint.errors import OcclintError
     cache = None
     for path in paths:
+        from occlint.files import read_regular
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_regular(path)
         except OSError as exc:
             result.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue

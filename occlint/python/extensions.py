@@ -52,8 +52,8 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
     folder = os.path.dirname(os.path.abspath(setup_path))
     if text is None:
         try:
-            with open(setup_path, encoding="utf-8") as fh:
-                text = fh.read()
+            from occlint.files import read_regular
+            text = read_regular(setup_path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return []
     if "CUDAExtension" not in text and "cpp_extension" not in text:
@@ -141,8 +141,8 @@ def run_entries(root: str, python_files) -> list[dict]:
             continue
         seen.add(key)
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            from occlint.files import read_regular
+            data = read_regular(path)           # never a FIFO or device
         except OSError:
             continue
         if b"cpp_extension" in data or b"CUDAExtension" in data:

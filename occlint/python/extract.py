@@ -165,7 +165,7 @@ class _Scopes(cst.CSTVisitor):
     def _record(self, target: cst.BaseExpression, value, node, kind: str) -> None:
         name = _name_of(target)
         if name:
-            self.ex.assigns.setdefault((self.stack[-1], name), []).append((self.ex.start(node), value, kind))
+            self.ex.assigns.setdefault((self.stack[-1], name), []).append((self.ex.start(node), value, kind, node))
         elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
                 and len(target.elements) == len(value.elements):
             for t, v in zip(target.elements, value.elements, strict=True):
@@ -335,17 +335,54 @@ class _Extractor(cst.CSTVisitor):
             return Unknown(self.source(node))
         return Unknown(self.source(node))
 
+    _BRANCHES = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler, cst.Match)
+
+    def _branch(self, stmt):
+        """The innermost if/else/loop/except around an assignment, within its function."""
+        cur = self.parents.get(stmt)
+        while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Lambda, cst.Module)):
+            if isinstance(cur, self._BRANCHES):
+                return cur
+            cur = self.parents.get(cur)
+        return None
+
+    def _inside(self, node, ancestor) -> bool:
+        cur = node
+        while cur is not None:
+            if cur is ancestor:
+                return True
+            cur = self.parents.get(cur)
+        return False
+
+    def _set_outside(self, name: str, pos: int, scopes: list, branch) -> bool:
+        """Whether `name` has a value from before `pos` that does not come from inside `branch`
+        (so the use after the branch may see either)."""
+        for scope in scopes:
+            for e in self.assigns.get((scope, name), ()):
+                if e[0] < pos and not self._inside(e[3], branch):
+                    return True
+        return False
+
     def _named(self, name: str, node, scopes, at):
         found = self.lookup(name, at, scopes)
         if found is None:
             return Unknown(self.source(node))
-        pos, value, kind = found
+        pos, value, kind, stmt = found
+        branch = self._branch(stmt)
+        if branch is not None and not self._inside(node, branch) and self._set_outside(name, pos, scopes, branch):
+            # set under a condition, with an earlier value too: which one runs is not known here
+            return Unknown(f"{name} (set under a condition)")
         if kind == "aug":
             op, rhs = value
             if type(op) not in _AUG:
                 return Unknown(self.source(node))
-            return self._binop(_AUG[type(op)], cst.Name(name) if "." not in name else node, rhs, scopes, pos, node,
-                               left_value=self._named(name, node, scopes, pos))
+            left = self._named(name, node, scopes, pos)
+            if isinstance(left, Unknown):
+                right = self.value(rhs, scopes, pos)
+                if isinstance(right, PyStr) and isinstance(op, cst.AddAssign):
+                    return PyStr.missing(left.source or name, pos).extend(right.copy())
+                return left
+            return self._binop(_AUG[type(op)], node, rhs, scopes, pos, node, left_value=left)
         inner = self.scope_of(value)
         return self.value(value, inner, pos)
 

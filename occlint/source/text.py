@@ -86,3 +86,14 @@ class Text:
 
     def node_text(self, node) -> str:
         return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """The one line-splitting rule: lines end at `\\n` (CRLF's `\\r` goes with the ending).
+    Unlike `str.splitlines()`, a form feed, vertical tab, U+2028 or U+0085 is not a line break,
+    so line numbers agree with tree-sitter, spans, noqa comments and snippets."""
+    parts = text.split("\n")
+    last = parts.pop()
+    if keepends:
+        return [p + "\n" for p in parts] + ([last] if last else [])
+    return [p[:-1] if p.endswith("\r") else p for p in parts] + ([last] if last else [])

@@ -17,10 +17,12 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from occlint.config import Config
+from occlint.files import read_regular
 
 FORMAT = 2          # 2: usages carry the cubin's launch attributes
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
@@ -34,12 +36,42 @@ def cache_dir(config: Config) -> Path:
     return Path(config.root) / ".occlint_cache"
 
 
+GITIGNORE = "# created by occlint\n*\n"
+_ENTRY = re.compile(r"[0-9a-f]{64}\.json\Z")
+_SUBDIR = re.compile(r"[0-9a-f]{2}\Z")
+
+
 def looks_like_cache(path: Path) -> bool:
+    """True for a real folder (not a link) that holds occlint's CACHEDIR.TAG."""
     tag = path / "CACHEDIR.TAG"
     try:
-        return "occlint" in tag.read_text(encoding="utf-8")
-    except OSError:
+        if path.is_symlink() or not path.is_dir() or tag.is_symlink():
+            return False
+        return read_regular(tag).decode("utf-8").startswith(TAG.split("\n")[0] + "\n# occlint")
+    except (OSError, ValueError):
         return False
+
+
+def claim(root: Path) -> bool:
+    """Make `root` occlint's cache folder, or say it cannot be: a folder that does not exist
+    is created with CACHEDIR.TAG and .gitignore; an existing one must already carry occlint's
+    tag. Never writes over an existing file."""
+    if looks_like_cache(root):
+        return True
+    try:
+        root.mkdir(parents=True)
+    except OSError:
+        return False             # someone else's folder (`cache-dir = "."`): never written
+    for name, text in (("CACHEDIR.TAG", TAG), (".gitignore", GITIGNORE)):
+        try:
+            fd = os.open(root / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            continue         # another occlint got there first
+        except OSError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return looks_like_cache(root)
 
 
 class FileHashes:
@@ -51,9 +83,8 @@ class FileHashes:
     def __call__(self, path: str) -> str | None:
         if path not in self._memo:
             try:
-                with open(path, "rb") as fh:
-                    self._memo[path] = hashlib.sha256(fh.read()).hexdigest()
-            except OSError:
+                self._memo[path] = hashlib.sha256(read_regular(path)).hexdigest()
+            except (OSError, ValueError):     # gone, unreadable, or a FIFO/tty/device
                 self._memo[path] = None
         return self._memo[path]
 
@@ -64,6 +95,7 @@ class Cache:
         self.max_bytes = max_bytes
         self.hashes = FileHashes()
         self.hits = self.misses = self.writes = 0
+        self.refused = False     # the folder is not occlint's: nothing is written
 
     def key(self, toolchain: str, flags: list[str], arch: str, cwd: str, path: str) -> str | None:
         content = self.hashes(os.path.abspath(os.path.join(cwd, path)))
@@ -82,7 +114,7 @@ class Cache:
         """The stored result when every recorded dependency is unchanged; else None."""
         path = self._entry(key)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path).decode("utf-8"))
             deps = data["deps"]
             ok = data.get("format") == FORMAT and all(self.hashes(p) == h for p, h in deps)
         except (OSError, ValueError, KeyError, TypeError):
@@ -105,9 +137,14 @@ class Cache:
             recorded.append([dep, digest])
         data = {"format": FORMAT, "deps": recorded, **result}
         path = self._entry(key)
+        if self.refused or not claim(self.root):
+            self.refused = True
+            return
         try:
-            self._ensure_root()
-            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                path.parent.mkdir()
+            if path.parent.is_symlink() or path.is_symlink():
+                return       # a planted link: never write through it
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -119,16 +156,6 @@ class Cache:
             self.writes += 1
         except OSError:
             pass  # a read-only or full disk never fails a lint
-
-    def _ensure_root(self) -> None:
-        if (self.root / "CACHEDIR.TAG").exists():
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        for name, text in (("CACHEDIR.TAG", TAG), (".gitignore", "# created by occlint\n*\n")):
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, self.root / name)
 
     def evict(self) -> int:
         """Remove the least recently used entries beyond max_bytes; returns how many."""
@@ -150,22 +177,55 @@ class Cache:
         return removed
 
 
-def iter_entries(root: Path):
-    """(path, stat) for every stored entry."""
+def iter_entries(root: Path, *, temporary: bool = False):
+    """(path, stat) for every stored entry: `xx/<sha256>.json` regular files (and with
+    `temporary`, the `.tmp-*` files an interrupted write left) and nothing else."""
     try:
         subdirs = list(os.scandir(root))
     except OSError:
         return
     for sub in subdirs:
-        if not sub.is_dir(follow_symlinks=False):
+        if not _SUBDIR.match(sub.name) or not sub.is_dir(follow_symlinks=False):
             continue
         try:
             for f in os.scandir(sub.path):
-                if f.name.endswith(".json") and not f.name.startswith(".tmp-"):
+                ours = _ENTRY.match(f.name) or (temporary and f.name.startswith(".tmp-")
+                                                and f.name.endswith(".json"))
+                if ours and f.is_file(follow_symlinks=False):
                     with contextlib.suppress(OSError):
                         yield f.path, f.stat(follow_symlinks=False)
         except OSError:
             pass
+
+
+def remove(root: Path) -> tuple[int, int]:
+    """Delete what occlint wrote in the cache `root` (entries, then the folders and the tag
+    files once nothing else is left); anything else stays. Returns (entries, bytes) removed."""
+    count = size = 0
+    for path, st in list(iter_entries(root, temporary=True)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            if _ENTRY.match(os.path.basename(path)):
+                count += 1
+                size += st.st_size
+    for sub in list(os.scandir(root)):
+        if _SUBDIR.match(sub.name) and sub.is_dir(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.rmdir(sub.path)          # only when empty
+        elif (sub.name == "probes.db" or sub.name.startswith(".tmp-probes-")) \
+                and sub.is_file(follow_symlinks=False):    # toolchain.probe's answers
+            with contextlib.suppress(OSError):
+                os.unlink(sub.path)
+    left = {e.name for e in os.scandir(root)}
+    if left <= {"CACHEDIR.TAG", ".gitignore"}:
+        for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", TAG)):
+            file = root / name
+            with contextlib.suppress(OSError):
+                if not file.is_symlink() and read_regular(file).decode("utf-8") == text:
+                    file.unlink()
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
+    return count, size
 
 
 def stats(root: Path) -> tuple[int, int]:

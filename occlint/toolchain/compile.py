@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import os
-import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
+from occlint.files import is_regular
+from occlint.process import kill_all
+from occlint.process import run as run_process
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
@@ -83,31 +84,11 @@ def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: 
             f"-Xcompiler=-MD,-MF,{deps}", "-o", os.path.join(outdir, "x.cubin"), path]
 
 
-_RUNNING: set[subprocess.Popen] = set()   # compiles in flight (killed on Ctrl-C)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-
-
 def run_with_timeout(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
     """(exit code or None on timeout, stdout+stderr). nvcc runs in its own process group, and
-    the whole group is killed on timeout: its children (cicc, ptxas) must not outlive it."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    _RUNNING.add(proc)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.communicate()
-        return None, ""
-    finally:
-        _RUNNING.discard(proc)
-    return proc.returncode, out.decode("utf-8", "replace")
+    the whole group is killed on timeout and dies with occlint (occlint.process)."""
+    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd)
+    return code, out.decode("utf-8", "replace")
 
 
 def _display_path(reported: str, cwd: str, unit: str) -> str:
@@ -187,18 +168,52 @@ def _usage_to_json(u: Usage) -> dict:
     return d
 
 
-def usage_from_json(d: dict, unit: str) -> Usage:
-    from occlint.toolchain.cubin import launch_attributes
+def _from_json(cls, d, unit: str):
+    """`cls(**d)` for a stored entry, checked field by field: a missing or extra field or a
+    wrong type (another occlint's format, a hand edit) raises ValueError, and the caller
+    treats the entry as a miss."""
+    import typing
 
-    d = dict(d)
-    d["template_args"] = tuple(d.get("template_args", ()))
-    d["unit"] = unit
-    d.update(launch_attributes(d))
-    return Usage(**d)
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    required = {f.name for f in fields(cls) if f.default is MISSING} - {"unit"}
+    if not isinstance(d, dict) or not required <= d.keys() <= names:
+        raise ValueError(f"not a stored {cls.__name__}")
+    d = {**d, "unit": unit}
+    for key, value in d.items():
+        hint = hints[key]
+        allowed = typing.get_args(hint) if typing.get_origin(hint) is not tuple else (tuple,)
+        allowed = tuple(typing.get_origin(t) or t for t in allowed or (hint,))
+        if isinstance(value, list) and tuple in allowed:      # JSON has no tuples
+            value = d[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            if key == "template_args" and not all(isinstance(a, str) for a in value):
+                raise ValueError("template_args")
+        if isinstance(value, int) and float in allowed and not isinstance(value, bool):
+            continue
+        if isinstance(value, bool) is not (bool in allowed) or not isinstance(value, allowed):
+            raise ValueError(f"{cls.__name__}.{key}")
+    return cls(**d)
+
+
+def usage_from_json(d: dict, unit: str) -> Usage:
+    return _from_json(Usage, d, unit)
 
 
 def _error_from_json(d: dict, unit: str) -> CompileError:
-    return CompileError(**{**d, "unit": unit})
+    return _from_json(CompileError, d, unit)
+
+
+def _stored(entry: dict | None, unit: str):
+    """(usages, errors, deps) of a cache entry, or None when it is missing or not what this
+    occlint writes (any unexpected or missing field is a miss, never a crash)."""
+    if entry is None:
+        return None
+    try:
+        return ([usage_from_json(u, unit) for u in entry["usages"]],
+                [_error_from_json(e, unit) for e in entry["errors"]],
+                tuple(str(p) for p, _h in entry["deps"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
@@ -209,13 +224,15 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     cc_path = find_compile_commands(config)
     entries = load_compile_commands(cc_path)
     if extra_entries is None:
-        from occlint.python.extensions import project_entries
-        extra_entries = project_entries(config.root)
+        extra_entries = []
+        if os.path.isfile(os.path.join(config.root, "setup.py")):   # libcst only when needed
+            from occlint.python.extensions import project_entries
+            extra_entries = project_entries(config.root)
     entries = [*entries, *extra_entries]          # index_entries: the first entry of a file wins
     archs = archs_for(config, entries)
     report = UsageReport(archs=archs)
     files = expand_paths(paths)
-    units = [f for f in files if is_unit(f)]
+    units = [f for f in files if is_unit(f) and is_regular(f)]   # never a FIFO or device
     if not units:
         return report
     nvcc = nvcc or find_nvcc(config, entries)
@@ -238,13 +255,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         flags, cwd = flags_for(unit, config, index)
         for arch in archs:
             key = cache.key(toolchain, flags, arch, cwd, os.path.abspath(unit)) if cache else None
-            hit = cache.get(key) if key else None
+            hit = _stored(cache.get(key), unit) if key else None
             if hit is not None:
-                results[(unit, arch)] = (
-                    [usage_from_json(u, unit) for u in hit["usages"]],
-                    [_error_from_json(e, unit) for e in hit["errors"]],
-                )
-                report.includes[unit] = tuple(p for p, _h in hit["deps"])
+                results[(unit, arch)] = hit[:2]
+                report.includes[unit] = hit[2]
                 report.cached += 1
             else:
                 todo.append((unit, arch, flags, cwd, key))
@@ -269,12 +283,15 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                         "errors": [asdict(e) for e in errors],
                         "time": time.time(),
                     })
-    except BaseException:  # Ctrl-C: drop queued compiles, kill running ones
+    except BaseException:  # Ctrl-C, SIGTERM: drop queued compiles, kill running ones
         pool.shutdown(wait=False, cancel_futures=True)
-        for proc in list(_RUNNING):
-            _kill_group(proc)
+        kill_all()
         raise
     pool.shutdown()
+    if cache and cache.refused:
+        WARNINGS.add(f"the compile cache is off: {cache.root} is not a folder occlint created "
+                     "(no CACHEDIR.TAG from occlint); set `cache-dir` to a folder that does not "
+                     "exist yet")
     if WARNINGS:
         report.notice = "\n".join(f"occlint: warning: {w}" for w in sorted(WARNINGS))
     if cache and cache.writes:

@@ -24,6 +24,7 @@ class Nvcc:
     found_by: str = ""        # which discovery step found it
     host_compiler: str | None = None   # the g++ nvcc calls (PATH), real path
     probe_cache: str | None = field(default=None, repr=False)   # where probe answers are kept
+    timeout: float = 30.0     # seconds for each probe (the config's compile-timeout if less)
     _archs: tuple[str, ...] | None = field(default=None, repr=False)
 
     @property
@@ -37,13 +38,13 @@ class Nvcc:
 
     @cached_property
     def host_version(self) -> str:
-        return host_compiler_version(self.host_compiler, self.probe_cache)
+        return host_compiler_version(self.host_compiler, self.probe_cache, self.timeout)
 
     @property
     def archs(self) -> tuple[str, ...]:
         """`sm_XX` targets this nvcc compiles, from `nvcc --list-gpu-arch`."""
         if self._archs is None:
-            out = _run([self.path, "--list-gpu-arch"], self.probe_cache)
+            out = _run([self.path, "--list-gpu-arch"], self.probe_cache, timeout=self.timeout)
             found = re.findall(r"compute_(\w+)", out)
             self._archs = tuple(f"sm_{a}" for a in sorted(set(found), key=_arch_key))
         return self._archs
@@ -59,34 +60,40 @@ def _arch_key(a: str) -> tuple[int, str]:
     return (int(digits.group()) if digits else 0, a)
 
 
-def _run(cmd: list[str], cache: str | None = None, depends_on: tuple[str, ...] = ()) -> str:
+PROBE_TIMEOUT = 30.0     # seconds for a probe; less when compile-timeout is less
+
+
+def _run(cmd: list[str], cache: str | None = None, depends_on: tuple[str, ...] = (),
+         timeout: float = PROBE_TIMEOUT) -> str:
     """A tool probe's output, remembered in the cache folder while the binary is unchanged."""
-    return probe.run(cmd, cache, depends_on=depends_on)
+    return probe.run(cmd, cache, depends_on=depends_on, timeout=timeout)
 
 
-def host_compiler_version(path: str | None, cache: str | None = None) -> str:
+def host_compiler_version(path: str | None, cache: str | None = None,
+                          timeout: float = PROBE_TIMEOUT) -> str:
     if not path:
         return ""
-    return _run([path, "-dumpfullversion", "-dumpversion"], cache).strip()
+    return _run([path, "-dumpfullversion", "-dumpversion"], cache, timeout=timeout).strip()
 
 
 def _is_exe(path: str | os.PathLike) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def _real_nvcc(candidate: str, cache: str | None = None) -> tuple[str, str] | None:
+def _real_nvcc(candidate: str, cache: str | None = None,
+               timeout: float = PROBE_TIMEOUT) -> tuple[str, str] | None:
     """(real path, version) for a working nvcc, or None. nvcc's own `_HERE_` names its real
     directory, which sees through symlinks and wrapper scripts alike. The version probe also
     depends on the real nvcc, so an in-place upgrade behind a wrapper is noticed."""
     if not _is_exe(candidate):
         return None
     here = re.search(r"^#\$ _HERE_=(.*)$", _run([candidate, "-dryrun", "-E", "-x", "cu",
-                                                  os.devnull], cache), re.M)
+                                                  os.devnull], cache, timeout=timeout), re.M)
     real = os.path.realpath(candidate)
     if here and _is_exe(os.path.join(here.group(1).strip(), "nvcc")):
         real = os.path.realpath(os.path.join(here.group(1).strip(), "nvcc"))
     version = re.search(r"release [\d.]+, V([\d.]+)",
-                        _run([candidate, "--version"], cache, depends_on=(real,)))
+                        _run([candidate, "--version"], cache, depends_on=(real,), timeout=timeout))
     if not version:
         return None
     return real, version.group(1)
@@ -176,8 +183,9 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
     if key in _FOUND:
         return _FOUND[key]
     found = None
+    timeout = min(PROBE_TIMEOUT, config.compile_timeout) if config is not None else PROBE_TIMEOUT
     for step, path in cands:
-        got = _real_nvcc(path, cache)
+        got = _real_nvcc(path, cache, timeout)
         if got is None:
             if step == "config":
                 raise OcclintError(f"nvcc `{path}` (from the config or --nvcc) does not run")
@@ -185,7 +193,8 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
         real, version = got
         host = shutil.which("g++")
         found = Nvcc(path=real, version=version, found_by=step,
-                     host_compiler=os.path.realpath(host) if host else None, probe_cache=cache)
+                     host_compiler=os.path.realpath(host) if host else None, probe_cache=cache,
+                     timeout=timeout)
         break
     _FOUND[key] = found
     return found

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from occlint.config import Config
 from occlint.errors import OcclintError
+from occlint.files import read_regular
 from occlint.model import Usage
 
 # options dropped with their value (separate argument or `=value`)
@@ -65,7 +66,7 @@ def load_compile_commands(path: str | None) -> list[dict]:
     if not path:
         return []
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise OcclintError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, list):

@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
+
+from occlint.files import read_regular
 
 FORMAT = 1
 _memo: dict[str, str] = {}                 # this process: key -> output
@@ -30,19 +31,22 @@ def _stat(path: str) -> list | None:
     return [os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def _run(cmd: list[str], timeout: float) -> str:
+def _run(cmd: list[str], timeout: float) -> str | None:
+    """stdout + stderr; None when it cannot run or times out (its process group is killed and
+    dies with occlint: occlint.process)."""
+    from occlint.process import run
+
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return proc.stdout + proc.stderr
+        code, out, _ = run(cmd, timeout=timeout)
+    except (OSError, ValueError):
+        return None
+    return out.decode("utf-8", "replace") if code is not None else None
 
 
 def _load(root: str) -> dict:
     if root not in _stores:
         try:
-            data = json.loads((Path(root) / "probes.db").read_text(encoding="utf-8"))
+            data = json.loads(read_regular(Path(root) / "probes.db").decode("utf-8"))
             ok = isinstance(data, dict) and data.get("format") == FORMAT
             _stores[root] = data["probes"] if ok and isinstance(data.get("probes"), dict) else {}
         except (OSError, ValueError, KeyError):
@@ -57,7 +61,7 @@ def run(cmd: list[str], cache_root: str | os.PathLike | None = None, *,
     key = "\0".join(cmd)
     deps = [_stat(p) for p in (cmd[0], *depends_on)]
     if None in deps:                       # a missing binary: nothing to remember
-        return _run(cmd, timeout)
+        return _run(cmd, timeout) or ""
     memo_key = key + "\0" + json.dumps(deps)
     if memo_key in _memo:
         return _memo[memo_key]
@@ -67,7 +71,10 @@ def run(cmd: list[str], cache_root: str | os.PathLike | None = None, *,
     if isinstance(entry, dict) and entry.get("deps") == deps and isinstance(entry.get("out"), str):
         out = entry["out"]
     else:
-        out = _run(cmd, timeout)
+        got = _run(cmd, timeout)
+        if got is None:                    # failed or timed out: never remembered
+            return ""
+        out = got
         if root:
             store[key] = {"deps": deps, "out": out}
             _dirty.add(root)
@@ -81,10 +88,11 @@ def save(root: str) -> None:
     if root not in _dirty:
         return
     _dirty.discard(root)
-    from occlint.toolchain.cache import Cache
+    from occlint.toolchain.cache import claim
 
     try:
-        Cache(Path(root))._ensure_root()
+        if not claim(Path(root)) or Path(root, "probes.db").is_symlink():
+            return                         # not occlint's folder: written nowhere
         fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-probes-")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
+
+from occlint.files import read_regular
 
 _SAFE = re.compile(r"[A-Za-z0-9_./+,=@%:-]*\Z")
 
@@ -85,7 +86,8 @@ def stage(unit: str, flags: list[str], cwd: str, tmp: str) -> Stage:
         suffix = os.path.splitext(name)[1]
         st.source = os.path.join(tmp, "u", name if is_safe(name) else
                                  "unit" + (suffix if is_safe(suffix) else ".cu"))
-        shutil.copyfile(src, st.source)
+        with open(st.source, "wb") as fh:
+            fh.write(read_regular(src))
         st.links[st.source] = src
         st.flags += ["-I", link_dir]
     st.flags += _safe_flags(flags, cwd, tmp, st)
@@ -149,8 +151,11 @@ WARNINGS: set[str] = set()   # flags skipped in this process (collect_usage repo
 
 
 def private_tmpdir():
-    """A fresh private temp folder whose path is shell-safe (else under /tmp)."""
+    """A fresh private temp folder whose path is shell-safe (else under /tmp); the watchdog
+    removes it if occlint dies first."""
     import tempfile
 
+    from occlint.process import temp_folder
+
     base = tempfile.gettempdir()
-    return tempfile.TemporaryDirectory(prefix="occlint-", dir=base if is_safe(base) else "/tmp")
+    return temp_folder(prefix="occlint-", dir=base if is_safe(base) else "/tmp")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+from occlint.files import read_regular
+
 # Kept light (no occlint.model at import): `occlint nvcc` runs once per compile.
 
 SUFFIX = ".occlint.json"
@@ -42,8 +44,7 @@ def write_sidecar(obj: str, sources: list[str], records: list[dict], lacks: tupl
 
 def read_sidecar(path: str | os.PathLike) -> dict | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = json.loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -1,0 +1,52 @@
+"""Reading the user's files: regular files only.
+
+A FIFO, a tty (`#include "/dev/stdin"`), `/dev/zero` or a socket would block or read forever,
+so every file occlint reads or hashes goes through `read_regular`: it opens without blocking,
+checks that what it opened is a regular file, and only then reads.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class NotRegular(OSError):
+    """The path names something other than a regular file (after following links)."""
+
+
+def read_regular(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file at `path` (links followed); NotRegular for a FIFO, device,
+    socket or folder; OSError for the rest."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(f"not a regular file ({kind(st.st_mode)})")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
+def kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def is_regular(path: str | os.PathLike) -> bool:
+    """True when `path` (links followed) is a regular file; never opens it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def decode(data: bytes) -> str:
+    """Source bytes as text: UTF-8 with a BOM dropped; a byte that is not UTF-8 becomes U+FFFD."""
+    return data.decode("utf-8-sig", errors="replace")

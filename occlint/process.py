@@ -1,0 +1,178 @@
+"""Every child process occlint starts: a timeout, its own process group, and death with occlint.
+
+- `run(cmd, timeout=...)` starts the command in a new session (so a Ctrl-C at the terminal goes
+  to occlint alone, which then kills the whole group: nvcc, cicc, ptxas), with the Linux
+  parent-death signal set, and kills the group when the timeout passes.
+- A watchdog (one small process per run, started with the first child) holds the read end of a
+  pipe from occlint. When occlint ends in any way, SIGKILL included, the pipe closes and the
+  watchdog kills every process group still registered and removes every temp folder still
+  registered (`/tmp/occlint-*`). So no compile outlives occlint and no temp folder is left.
+- `kill_all()` kills the groups in flight (Ctrl-C, SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+_RUNNING: set[subprocess.Popen] = set()
+_LOCK = threading.Lock()
+
+_WATCHDOG = r"""
+import os, shutil, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+groups, dirs = set(), set()
+for line in sys.stdin.buffer:            # ends when occlint's end of the pipe closes
+    op, arg = line[:2], line[2:].rstrip(b"\n")
+    if op == b"+g": groups.add(int(arg))
+    elif op == b"-g": groups.discard(int(arg))
+    elif op == b"+d": dirs.add(arg)
+    elif op == b"-d": dirs.discard(arg)
+for g in groups:
+    try: os.killpg(g, signal.SIGKILL)
+    except OSError: pass
+for d in dirs:
+    shutil.rmtree(d, ignore_errors=True)
+"""
+
+
+class _Watchdog:
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self.tried = False
+
+    def _start(self) -> None:
+        self.tried = True
+        try:      # posix_spawn, not Popen: no object to warn that it is "still running"
+            read, write = os.pipe()
+            os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", _WATCHDOG], os.environ,
+                           file_actions=[(os.POSIX_SPAWN_DUP2, read, 0),
+                                         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                                         (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)],
+                           setsid=True)
+            os.close(read)
+            self.fd = write       # not inheritable: only the watchdog holds the read end
+        except (OSError, AttributeError, NotImplementedError):
+            self.fd = None
+
+    def send(self, op: str, arg: str | bytes) -> None:
+        with _LOCK:
+            if not self.tried:
+                self._start()
+            if self.fd is None:
+                return
+            data = (op.encode() + (arg if isinstance(arg, bytes) else os.fsencode(arg))
+                    + b"\n")
+            try:
+                os.write(self.fd, data)
+            except OSError:
+                self.fd = None
+
+
+WATCHDOG = _Watchdog()
+
+
+def _prctl():
+    """libc's prctl on Linux, loaded before any fork (None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def _in_child() -> None:      # between fork and exec: no imports, no locks
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def kill_all() -> None:
+    """Kill every child process group in flight (on Ctrl-C or SIGTERM)."""
+    for proc in list(_RUNNING):
+        kill_group(proc)
+
+
+def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
+        stderr_to_stdout: bool = True) -> tuple[int | None, bytes, bytes]:
+    """(exit code, or None when `timeout` passed; stdout; stderr). The command's whole process
+    group is killed on timeout, and with occlint."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
+                            start_new_session=True,
+                            preexec_fn=_in_child if _PRCTL is not None else None)
+    _RUNNING.add(proc)
+    WATCHDOG.send("+g", str(proc.pid))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        proc.communicate()
+        return None, b"", b""
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        _RUNNING.discard(proc)
+        WATCHDOG.send("-g", str(proc.pid))
+    return proc.returncode, out or b"", err or b""
+
+
+class temp_folder:
+    """A private temp folder (like tempfile.TemporaryDirectory) that the watchdog removes if
+    occlint dies before it does."""
+
+    def __init__(self, prefix: str = "occlint-", dir: str | None = None) -> None:
+        import tempfile
+
+        self.path = tempfile.mkdtemp(prefix=prefix, dir=dir)
+        WATCHDOG.send("+d", self.path)
+
+    def __enter__(self) -> str:
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        import shutil
+
+        shutil.rmtree(self.path, ignore_errors=True)
+        WATCHDOG.send("-d", self.path)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what `timeout` and CI cancellation send), handled like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def handle_sigterm() -> None:
+    """Turn SIGTERM (and SIGHUP) into Terminated in the main thread: cleanup runs as for Ctrl-C."""
+    def raise_terminated(signum, _frame):
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, None):
+            try:
+                signal.signal(sig, raise_terminated)
+            except (ValueError, OSError):    # not the main thread
+                pass

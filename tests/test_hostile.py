@@ -1,0 +1,174 @@
+"""Issue 10: hostile input is normal input. Items 4 (non-regular files), 10 (config), 11 (cache
+entries), 12 (line splitting) and 13 (lossy decoding); the others have their own files:
+test_hostile_names.py (1), test_hostile_cache.py (2), test_hostile_fix.py (3),
+test_hostile_signals.py (6, 7), test_hostile_lsp.py (8), test_hostile_output.py (9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SCALE_100, run_cli
+
+
+def _cli(args, cwd, stdin=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "occlint", *args], cwd=cwd, stdin=stdin,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --- 4: only regular files are read or hashed ------------------------------------------------
+
+
+def test_include_of_dev_stdin_from_a_terminal_does_not_hang(tmp_path, nvcc_path):
+    (tmp_path / "k.cu").write_text('#include "/dev/stdin"\n' + SCALE_100)
+    master, slave = pty.openpty()               # occlint's stdin is a terminal nobody types in
+    try:
+        proc = _cli(["check", "--output-format", "concise", "."], tmp_path, stdin=slave,
+                    timeout=180)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert proc.returncode == 1, proc.stderr
+    assert "OCC031" in proc.stdout
+    # the entry is not stored (its dependency is no regular file), and the second run agrees
+    again = _cli(["check", "--output-format", "concise", "."], tmp_path, stdin=subprocess.DEVNULL)
+    assert again.stdout == proc.stdout
+
+
+def test_fifos_and_devices_are_named_and_skipped(tmp_path):
+    os.mkfifo(tmp_path / "fifo.cu")
+    os.symlink("/dev/zero", tmp_path / "zero.cu")
+    os.symlink("/dev/null", tmp_path / "CMakeLists.txt")
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    proc = _cli(["check", "--output-format", "concise", "."], tmp_path, timeout=180)
+    assert proc.returncode == 2, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("occlint: error:")]
+    assert len(errors) == 3, proc.stderr
+    assert all("not a regular file" in e for e in errors)
+    assert any("fifo.cu" in e and "FIFO" in e for e in errors)
+    assert any("zero.cu" in e and "character device" in e for e in errors)
+    assert "k.cu:7:" in proc.stdout                  # the regular file is still linted
+    kernels = _cli(["kernels", "--no-compile", "."], tmp_path, timeout=60)
+    assert kernels.returncode == 2 and "scale" in kernels.stdout
+    named = _cli(["check", "fifo.cu"], tmp_path, timeout=60)
+    assert named.returncode == 2 and "FIFO" in named.stderr
+
+
+def test_a_fifo_config_or_gitignore_does_not_hang(tmp_path):
+    os.mkfifo(tmp_path / ".gitignore")
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    proc = _cli(["check", "--output-format", "concise", "."], tmp_path, timeout=180)
+    assert proc.returncode == 1 and "k.cu:7:" in proc.stdout, proc.stderr
+    os.mkfifo(tmp_path / "occlint.toml")
+    proc = _cli(["check", "."], tmp_path, timeout=60)      # ignored or named: never read
+    assert proc.returncode in (1, 2) and "internal error" not in proc.stderr
+    proc = _cli(["check", "--config", "occlint.toml", "."], tmp_path, timeout=60)
+    assert proc.returncode == 2 and "internal error" not in proc.stderr
+
+
+# --- 10: a bad config is one error line ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"min-occupancy = 0.5 # caf\xe9\n", b"\xff\xfe"])
+def test_config_that_is_not_utf8(tmp_path, content):
+    (tmp_path / "occlint.toml").write_bytes(content)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    proc = run_cli("check", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "occlint.toml" in lines[0] and "UTF-8" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "0", "-1", "true"])
+def test_compile_timeout_must_be_a_real_number_of_seconds(tmp_path, value):
+    (tmp_path / "occlint.toml").write_text(f"compile-timeout = {value}\n")
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    proc = run_cli("check", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "compile-timeout" in lines[0], proc.stderr
+    assert "internal error" not in proc.stderr
+
+
+# --- 11: an unexpected cache entry is a miss -------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["extra", "missing", "wrong-type", "not-a-list", "junk"])
+def test_unexpected_cache_entries_are_misses(tmp_path, nvcc_path, damage):
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    first = run_cli("check", "--output-format", "json", ".", cwd=tmp_path)
+    entries = list((tmp_path / ".occlint_cache").rglob("*.json"))
+    assert entries and first.returncode == 1
+    for entry in entries:
+        data = json.loads(entry.read_text())
+        usage = data["usages"][0]
+        if damage == "extra":
+            usage["from_a_newer_occlint"] = 1
+        elif damage == "missing":
+            del usage["registers"]
+        elif damage == "wrong-type":
+            usage["registers"] = "many"
+        elif damage == "not-a-list":
+            data["usages"] = {"k": 1}
+        else:
+            entry.write_bytes(b"\x00\xff not json")
+            continue
+        entry.write_text(json.dumps(data))
+    second = run_cli("check", "--output-format", "json", ".", cwd=tmp_path)
+    assert second.returncode == 1, second.stderr
+    assert "internal error" not in second.stderr
+    assert json.loads(second.stdout) == json.loads(first.stdout)
+    third = run_cli("check", "--output-format", "json", ".", cwd=tmp_path)   # rewritten
+    assert json.loads(third.stdout) == json.loads(first.stdout)
+
+
+# --- 12: one line-splitting rule -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("brk", ["\f", "\v", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_unicode_line_breaks_do_not_shift_noqa_or_snippets(brk):
+    from occlint.config import Config
+    from occlint.emit.full import render
+    from occlint.engine import lint_source
+
+    text = f"// a comment with a{brk}page break\n" + SCALE_100
+    findings = lint_source(text, "k.cu", [], Config(select=("OCC031",)))
+    assert [(f.code, f.span.line) for f in findings] == [("OCC031", 8)]
+    out = render(findings, sources={"k.cu": text})
+    assert "8 |     scale<<<4096, 100>>>" in out
+    quiet = text.replace("(x, 2.0f, 409600);", "(x, 2.0f, 409600);  // noqa: OCC031")
+    assert lint_source(quiet, "k.cu", [], Config(select=("OCC031",))) == []
+
+
+# --- 13: sources that are not UTF-8 are linted, never fixed ----------------------------------
+
+
+LATIN1 = ("// Gr\xf6\xdfe: Latin-1 comment\n".encode("latin-1")
+          + SCALE_100.replace("scale<<<", "/* \xe9 */ scale<<<").encode("latin-1"))
+
+
+def test_latin1_source_is_linted_with_right_positions(tmp_path):
+    (tmp_path / "k.cu").write_bytes(LATIN1)
+    proc = run_cli("check", "--select", "OCC031", "--output-format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = json.loads(proc.stdout)
+    assert (f["location"]["row"], f["location"]["column"]) == (8, 27)   # "100", in characters
+    kernels = run_cli("kernels", "--no-compile", "--json", ".", cwd=tmp_path)
+    (launch,) = [r for r in json.loads(kernels.stdout) if r["kind"] == "launch"]
+    assert launch["line"] == 8
+
+
+def test_latin1_source_is_never_fixed(tmp_path):
+    (tmp_path / "k.cu").write_bytes(LATIN1)
+    (tmp_path / "ok.cu").write_text(SCALE_100)
+    proc = run_cli("fix", "--unsafe-fixes", "--select", "OCC031", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    assert len(errors) == 1 and "k.cu" in errors[0] and "UTF-8" in errors[0], proc.stderr
+    assert (tmp_path / "k.cu").read_bytes() == LATIN1
+    assert "<<<4096, 128>>>" in (tmp_path / "ok.cu").read_text()

@@ -1,0 +1,129 @@
+"""Issue 10 items 6 and 7: every child has a timeout and dies with occlint (SIGTERM, SIGKILL,
+Ctrl-C), with its children; no /tmp/occlint-* folder is left; `occlint nvcc --` exits 130 on
+Ctrl-C without a traceback. A fake nvcc (a shell script) hangs where we want it to."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import SCALE_100
+
+FAKE_NVCC = """#!/bin/sh
+case "$*" in
+  *--version*) echo "Cuda compilation tools, release 13.0, V13.0.88" ;;
+  *-dryrun*) echo "#\\$ _HERE_=$(dirname "$0")" ;;
+  *--list-gpu-arch*) echo compute_90 ;;
+  *) sleep 1000 & echo $! >> "{pids}"; wait ;;
+esac
+"""
+HANGING_NVCC = """#!/bin/sh
+sleep 1000 >/dev/null 2>&1 & echo $! >> "{pids}"; wait
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:        # a zombie is dead for our purpose
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _pids(file) -> list[int]:
+    try:
+        return [int(x) for x in file.read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _wait(predicate, timeout=30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "k.cu").write_text(SCALE_100)
+    pids = tmp_path / "pids"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    fake = tmp_path / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_NVCC.format(pids=pids))
+    fake.chmod(0o755)
+    (root / "occlint.toml").write_text(f'nvcc = "{fake}"\ncompile-timeout = 600\n')
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    return root, pids, tmp, env
+
+
+def _start(root, env, *args):
+    return subprocess.Popen([sys.executable, "-m", "occlint", "check", "--no-cache", *args, "."],
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL],
+                         ids=lambda s: s.name)
+def test_signals_kill_the_compiles_and_remove_temp_folders(project, sig):
+    root, pids, tmp, env = project
+    proc = _start(root, env)
+    assert _wait(lambda: _pids(pids), 120), "the fake compile never started"
+    assert list(tmp.glob("occlint-*"))             # a compile's folder exists meanwhile
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    if sig != signal.SIGKILL:
+        assert proc.returncode == 128 + sig, err
+        assert "Traceback" not in err
+    assert _wait(lambda: not any(_alive(p) for p in _pids(pids)), 15), "a compile outlived occlint"
+    assert _wait(lambda: not list(tmp.glob("occlint-*")), 15), list(tmp.iterdir())
+
+
+def test_a_hanging_nvcc_probe_obeys_compile_timeout(tmp_path):
+    pids = tmp_path / "pids"
+    fake = tmp_path / "nvcc"
+    fake.write_text(HANGING_NVCC.format(pids=pids))
+    fake.chmod(0o755)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    (tmp_path / "occlint.toml").write_text(f'nvcc = "{fake}"\ncompile-timeout = 2\n')
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "occlint", "check", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - start
+    assert proc.returncode == 2 and "does not run" in proc.stderr, proc.stderr
+    assert took < 20, f"the probe took {took:.1f} s with compile-timeout = 2"
+    assert _pids(pids) and _wait(lambda: not any(_alive(p) for p in _pids(pids)), 10), \
+        "the probe's child outlived it"
+
+
+def test_nvcc_launcher_ctrl_c_exits_130_without_traceback(tmp_path):
+    pids = tmp_path / "pids"
+    script = tmp_path / "cc"
+    script.write_text(HANGING_NVCC.format(pids=pids))
+    script.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "occlint", "nvcc", "--", str(script), "-c",
+                             "x.cu"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert _wait(lambda: _pids(pids), 60)
+    os.killpg(proc.pid, signal.SIGINT)             # what a Ctrl-C at the terminal does
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    for p in _pids(pids):                          # the script's sleep got the SIGINT too
+        with __import__("contextlib").suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
