@@ -23,6 +23,7 @@ from occlint.facts import (
     blocks_for,
     compute,
     instance_label,
+    intent_met,
     launch_arg,
     launch_args,
     limiter_words,
@@ -250,8 +251,11 @@ def shared_memory_limited_occupancy(facts: Facts) -> Iterator[Hit]:
             continue
         values.update(target_smem=fit, target_blocks=need,
                       target_occupancy=Pct(min(1.0, need * site.occ.warps_per_block / site.occ.max_warps)),
-                      shed_smem=total_now - fit)
-        yield _site_hit("OCC002", site, values, "best" if best else "message")
+                      shed_smem=total_now - fit, carveout=site.carveout)
+        # the default carveout is already the largest: raising it is advice only where the
+        # kernel asks for less (cudaFuncAttributePreferredSharedMemoryCarveout)
+        lowered = site.carveout is not None and site.carveout < 100
+        yield _site_hit("OCC002", site, values, "best" if best else "carveout" if lowered else "message")
 
 
 @check("OCC003")
@@ -279,11 +283,22 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
             continue
         if site.basis == "best":
             continue        # a cliff at a size no launch chose is no cliff
+        if (site.launch is not None and serial(site.launch)) or intent_met(site):
+            continue        # one block; or the occupancy its bounds / __maxnreg__ asked for
         gain = occupancy.cliffs(site.arch, site.block, site.regs, site.static_smem, site.dynamic_smem,
                                 **site.engine_inputs()).registers.gain
         if gain is None or not 0 < gain.delta <= facts.config.cliff_margin:
             continue
+        if on_allocation_step(site.arch, site.regs):
+            continue        # every allocated register is used: the next block needs a rewrite
         yield _register_step(facts, site, "OCC010", _occ_values(site, facts), gain.value, gain.result)
+
+
+def on_allocation_step(arch: str, regs: int) -> bool:
+    """`regs`/thread fills its allocation exactly (48 on an 8-register granule): shedding fewer
+    than a whole granule frees nothing, so the count is on a step, not near a cliff."""
+    from occlint import gpus
+    return regs * 32 % gpus.arch(arch).reg_alloc_granularity == 0
 
 
 def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
@@ -352,10 +367,16 @@ def oversized_static_shared_memory(facts: Facts) -> Iterator[Hit]:
         for decl, largest in kf.oversized:
             reported.add(decl.name)
             values = {"kernel": kf.label, "array": decl.name, "elements": decl.dims[0],
-                      "bytes": decl.size_bytes, "block": largest,
+                      "bytes": decl.size_bytes, "block": largest, "used": largest,
                       "wasted": decl.size_bytes - largest * (decl.element_size or 0)}
-            yield Hit("OCC020", decl.span, values, "message", None, kf.kernel.qualname,
-                      _extern_fix(facts, kf, decl, largest), ())
+            if all(i.thread_derived or i.constant is not None for i in decl.indices):
+                yield Hit("OCC020", decl.span, values, "message", None, kf.kernel.qualname,
+                          _extern_fix(facts, kf, decl, largest), ())
+                continue
+            # a loop bound (`k < 256`) or constant arithmetic (`255 - threadIdx.x`) limits the
+            # subscripts: the array is larger than any element the kernel reaches
+            yield Hit("OCC020", decl.span, values, "bounded", None, kf.kernel.qualname,
+                      _shrink_fix(facts, decl, largest), ())
         for site in kf.sites:
             if site.owner != "OCC020":
                 continue
@@ -365,6 +386,16 @@ def oversized_static_shared_memory(facts: Facts) -> Iterator[Hit]:
             reported.add(decl.name)
             values = {**_occ_values(site, facts), "array": decl.name, "bytes": decl.size_bytes}
             yield Hit("OCC020", decl.span, values, "occupancy", site.arch, kf.kernel.qualname, None, ())
+
+
+def _shrink_fix(facts: Facts, decl: SharedDecl, used: int) -> FixSpec | None:
+    """`[1024]` -> `[256]` where the size is a literal (unsafe: code elsewhere may rely on it)."""
+    if len(decl.dim_spans) != 1:
+        return None
+    span = decl.dim_spans[0]
+    if not is_literal(facts.text[span.start:span.end]):
+        return None
+    return FixSpec((Edit(str(used), span),), "unsafe", {"array": decl.name, "used": used}, "shrink")
 
 
 def _extern_fix(facts: Facts, kf: KernelFacts, decl: SharedDecl, block: int) -> FixSpec | None:
@@ -451,10 +482,31 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
     by_launch = _launch_sites(facts)
     for kf in facts.kernels:
         for launch in kf.launches:
-            if launch.block.total != 1024 or launch.runtime_block:
+            if launch.block.total != 1024 or launch.runtime_block or serial(launch):
                 continue
             sites = by_launch.get(launch.span.start, [])
             if any(s.unlaunchable or s.exceeds_bounds for s in sites):
+                continue
+            bounds = specialize_kernel(kf.origin, kf.kernel, launch_args(launch))[0] \
+                if kf.origin is not None else kf.kernel.launch_bounds
+            if bounds is not None and bounds.max_threads == 1024:
+                continue    # declared for 1024 threads: ptxas keeps it launchable, by design
+            measured = [s for s in sites if s.usage is not None and s.occ is not None]
+            if measured and len(measured) == len(sites):
+                # nvcc's figures: what 1024 threads reach against the best smaller block
+                size = _best_smaller_block(measured)
+                if size is None:
+                    continue    # no smaller block does better for these registers
+                gap, site = max(((compute(s, block=size).occupancy - s.occ.occupancy, s)
+                                 for s in measured), key=lambda g: g[0])
+                occ = compute(site, block=size)
+                values = {"kernel": instance_label(kf.kernel, launch.template_args), "arch": site.arch,
+                          "regs": site.usage.registers, "occupancy": Pct(site.occ.occupancy),
+                          "blocks": site.occ.active_blocks,
+                          "limiter": limiter_words(primary_limiter(site.occ, True)),
+                          "best_block": size, "best_occupancy": Pct(occ.occupancy)}
+                yield Hit("OCC030", launch_arg(launch, 1), values, "measured", None,
+                          kf.kernel.qualname, None, ())
                 continue
             worst = min(facts.archs, key=lambda a: gpus.arch(a).max_threads_per_sm)
             limits = gpus.arch(worst)
@@ -463,6 +515,21 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
                       "max_regs": limits.regs_per_block // 1024}
             yield Hit("OCC030", launch_arg(launch, 1), values,
                       "capped" if cap < 1 else "message", None, kf.kernel.qualname, None, ())
+
+
+def _best_smaller_block(sites: list[Site]) -> int | None:
+    """The block size below 1024 with the most occupancy summed over the archs (a power of two
+    first, then the largest, on a tie), or None when none beats 1024 threads."""
+    now = round(sum(s.occ.occupancy for s in sites), 9)
+    best, best_key = None, None
+    for size in range(992, 31, -32):
+        occs = [compute(s, block=size) for s in sites]
+        if not all(o.active_blocks for o in occs):
+            continue
+        key = (round(sum(o.occupancy for o in occs), 9), size & (size - 1) == 0, size)
+        if best_key is None or key > best_key:
+            best, best_key = size, key
+    return best if best_key is not None and best_key[0] > now else None
 
 
 @check("OCC031")
@@ -555,6 +622,8 @@ def small_grid(facts: Facts) -> Iterator[Hit]:
             grid = launch.grid.total
             if grid is None or grid <= 1 or grid >= facts.sm_count:
                 continue
+            if not kf.kernel.grid_stride:
+                continue    # the grid is the problem's decomposition, not a knob (no gridDim)
             sites = [s for s in by_launch.get(launch.span.start, []) if s.occ and s.occ.active_blocks]
             per_sm = sites[0].occ.active_blocks if sites else 1
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "grid": grid,
@@ -619,7 +688,8 @@ def resource_regression(facts: Facts) -> Iterator[Hit]:
             continue
         for arch in facts.archs:
             for u in kf.usages.get(arch, []):
-                for r in lock.compare(locked, [lock.entry(u, kf.launches)]):
+                now = lock.site_occupancy(s for s in kf.sites if s.usage is u)
+                for r in lock.compare(locked, [lock.entry(u, occupancy=now.get(lock.usage_key(u), ()))]):
                     values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                               "old": r.old, "new": r.new, "what": lock.RESOURCES.get(r.resource, ""),
                               "block": r.block or 0, "old_occ": Pct(r.old_occupancy or 0),

@@ -38,7 +38,7 @@ class Config:
     extend_exclude: tuple[str, ...] = ()     # added to `exclude` (ruff's extend-exclude)
     force_exclude: bool = False              # exclude even files named on the command line
     min_occupancy: float = 0.5
-    cliff_margin: int = 8
+    cliff_margin: int = 4              # OCC010: half the 8-register allocation granule
     nvcc: str | None = None
     nvcc_flags: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()

@@ -36,7 +36,8 @@ class KernelFacts:
     elsewhere: list[Launch] = field(default_factory=list)   # its launches in other files of the run
     sites: list[Site] = field(default_factory=list)          # its evaluation sites, every arch
     static_over_limit: SharedDecl | None = None   # > 48 KB static: it cannot build; nothing else is said
-    # static arrays indexed only by thread index and larger than the largest block: (decl, block)
+    # static arrays larger than any element their subscripts reach: (decl, elements used), where
+    # a thread-derived subscript reaches the largest block (facts.used_elements)
     oversized: list[tuple[SharedDecl, int]] = field(default_factory=list)
 
     @property
@@ -144,8 +145,18 @@ def launch_arg(launch: Launch, index: int) -> Span:
 
 
 def serial(launch: Launch) -> bool:
-    """`<<<1, 1>>>`: one thread on purpose (setup, a final reduction step); no shape advice."""
-    return launch.grid.total == 1 and launch.block.total == 1
+    """A grid of exactly one block: deliberate (setup, a `<<<1, 1024>>>` final reduction step).
+    One block uses one SM whatever the occupancy, so there is no shape, grid or occupancy advice."""
+    return launch.grid.total == 1
+
+
+def intent_met(site: Site) -> bool:
+    """The kernel declares the occupancy it wants and gets it here: `__launch_bounds__(T, B)` with
+    at least B blocks/SM at this site, or a `__maxnreg__` register budget."""
+    bounds = site.bounds
+    if bounds is not None and bounds.min_blocks:
+        return site.occ is not None and site.occ.active_blocks >= bounds.min_blocks
+    return site.facts.kernel.maxnreg is not None
 
 
 # --- building the facts ---------------------------------------------------------------------------
@@ -265,14 +276,37 @@ def _static_limits(kf: KernelFacts) -> None:
     elif not blocks and kf.kernel.launch_bounds and kf.kernel.launch_bounds.max_threads:
         largest = kf.kernel.launch_bounds.max_threads
     else:
-        return
+        largest = None      # thread-derived subscripts have no known bound
     for d in static:
         if len(d.dims) != 1 or d.dims[0] is None or not d.indices or d.other_uses:
             continue
-        thread_only = all(i.thread_derived or (i.constant is not None and 0 <= i.constant < largest)
-                          for i in d.indices)
-        if thread_only and any(i.thread_derived for i in d.indices) and d.dims[0] > largest:
-            kf.oversized.append((d, largest))
+        if all(i.constant is not None for i in d.indices):
+            continue        # `flag[0]` alone: no evidence of how the array is meant to be used
+        used = used_elements(d, largest)
+        if used is not None and d.dims[0] > used:
+            kf.oversized.append((d, used))
+
+
+def used_elements(decl: SharedDecl, largest_block: int | None) -> int | None:
+    """How many leading elements the subscripts can reach (an exclusive bound), or None when one
+    is unbounded: a thread-derived one reaches the largest block, a constant itself, a
+    loop-bounded one (`k < 256`, Index.bound) its bound."""
+    used = 0
+    for i in decl.indices:
+        if i.thread_derived:
+            if largest_block is None:
+                return None
+            reach = largest_block
+        elif i.constant is not None:
+            if i.constant < 0:
+                return None
+            reach = i.constant + 1
+        elif i.bound is not None:
+            reach = i.bound
+        else:
+            return None
+        used = max(used, reach)
+    return used
 
 
 def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
@@ -319,6 +353,8 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             yield _evaluate(site)
     if evaluated or any(ln.block.total is not None or ln.choices for ln in kf.elsewhere):
         return      # evaluated at its launches (those elsewhere: in their own files)
+    if not kf.here:
+        return      # at its __launch_bounds__: a finding of the file that defines it, at its line
     bounds = k.launch_bounds
     instances = kf.usages.get(arch, []) or [None]
     for u in instances:
@@ -407,6 +443,8 @@ def owner(site: Site, min_occupancy: float) -> str | None:
     if not site.launches or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
         return None
     limiter = primary_limiter(occ, site.usage is not None)
+    if limiter in ("registers", "warps", "blocks", "barriers") and intent_met(site):
+        return None     # the occupancy its __launch_bounds__ / __maxnreg__ asked for
     if limiter == "registers":
         if site.usage is None:
             return None

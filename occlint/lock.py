@@ -34,10 +34,25 @@ def usage_key(usage: Usage) -> tuple[str, tuple[str, ...], str]:
     return link.lock_key(usage.kernel, usage.template_args, usage.arch)
 
 
-def entry(usage: Usage, launches: Iterable[Launch] | link.Launches = ()) -> dict:
+def site_occupancy(sites) -> dict[tuple, set[tuple[int, int, float]]]:
+    """usage key -> {(block, dynamic smem, occupancy)} at the launches of these facts.Sites: the
+    occupancy the rules computed, with every input they use (opt-in, carveout, barriers)."""
+    out: dict[tuple, set[tuple[int, int, float]]] = {}
+    for site in sites:
+        if site.launch is not None and site.usage is not None and site.occ is not None:
+            out.setdefault(usage_key(site.usage), set()).add(
+                (site.block, site.dynamic_smem, round(site.occ.occupancy, 4)))
+    return out
+
+
+def entry(usage: Usage, launches: Iterable[Launch] | link.Launches = (), *,
+          occupancy: Iterable[tuple[int, int, float]] | None = None) -> dict:
     """One lock entry: the usage figures and the occupancy at each distinct launch configuration."""
     from occlint.occupancy import compute
 
+    if occupancy is not None:            # from the rules' sites (`site_occupancy`): the same inputs
+        return _entry(usage, [{"block": b, "dynamic_smem": s, "occupancy": o}
+                              for b, s, o in sorted(occupancy)])
     configs = set()
     index = launches if isinstance(launches, link.Launches) else link.Launches(launches)
     for launch in index.of_usage(usage):
@@ -52,6 +67,10 @@ def entry(usage: Usage, launches: Iterable[Launch] | link.Launches = ()) -> dict
         except OcclintError:
             continue                      # a launch the arch cannot run: other rules say so
         occupancy.append({"block": block, "dynamic_smem": smem, "occupancy": round(occ, 4)})
+    return _entry(usage, occupancy)
+
+
+def _entry(usage: Usage, occupancy: list[dict]) -> dict:
     return {
         "kernel": usage.kernel,
         "template_args": list(usage.template_args),
@@ -63,9 +82,13 @@ def entry(usage: Usage, launches: Iterable[Launch] | link.Launches = ()) -> dict
     }
 
 
-def build(usages: Iterable[Usage], launches: Iterable[Launch] = ()) -> dict:
+def build(usages: Iterable[Usage], launches: Iterable[Launch] = (), *,
+          occupancy: dict[tuple, set] | None = None) -> dict:
+    """The lockfile document; with `occupancy` (from `site_occupancy`), launch figures come from
+    the rules' sites instead of being recomputed from `launches`."""
     index = link.Launches(launches)
-    entries = {usage_key(u): entry(u, index) for u in usages}
+    entries = {usage_key(u): entry(u, index) if occupancy is None
+               else entry(u, occupancy=occupancy.get(usage_key(u), ())) for u in usages}
     return {"version": VERSION, "kernels": [entries[k] for k in sorted(entries)]}
 
 
@@ -73,8 +96,9 @@ def dumps(doc: dict) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write(usages: Iterable[Usage], launches: Iterable[Launch], file: str) -> int:
-    doc = build(usages, launches)
+def write(usages: Iterable[Usage], launches: Iterable[Launch], file: str, *,
+          occupancy: dict[tuple, set] | None = None) -> int:
+    doc = build(usages, launches, occupancy=occupancy)
     with open(file, "w", encoding="utf-8") as fh:
         fh.write(dumps(doc))
     return len(doc["kernels"])

@@ -49,6 +49,9 @@ class Kernel:
     cluster_dims: tuple[int | None, ...] | None = None
     extern_c: bool = False
     is_definition: bool = True
+    # the body spreads work over the grid (a grid-stride or block-stride loop, a share of the work
+    # computed from gridDim, a cooperative grid group): its grid size is a tuning knob
+    grid_stride: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class Index:
     axis: str | None = None         # "x" | "y" | "z" | "xyz" when thread_derived, else None
     dim: int = 0                    # which subscript of the array (0 = leftmost)
     constant: int | None = None     # the value of a constant subscript (`smem[0]`), else None
+    bound: int | None = None        # an exclusive upper bound the source proves without the block
+                                    # size: `k` in `for (k = ..; k < 256; k++)`, `255 - threadIdx.x`
 
 
 @dataclass(frozen=True)

@@ -103,4 +103,4 @@ def test_inline_config_and_missing_file(tmp_path):
 
 def test_defaults():
     c = Config()
-    assert (c.min_occupancy, c.cliff_margin, c.gpu) == (0.5, 8, "h100")
+    assert (c.min_occupancy, c.cliff_margin, c.gpu) == (0.5, 4, "h100")

@@ -1,5 +1,5 @@
 """The README's Neovim set-up in a real headless Neovim (Debian's `neovim`, installed by the test
-when missing): open a .cu file, get occlint's diagnostics, apply the preferred code action, save,
+when missing): open a .cu file, get occlint's diagnostics, apply the finding's fix action, save,
 and see the diagnostics clear after the save-time lint with nvcc.
 
 The Lua set-up is read from README.md, the 0.11+ snippet or the 0.7-0.10 one by the installed

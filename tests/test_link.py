@@ -49,3 +49,36 @@ def test_lockfile_keys_use_the_same_normaliser():
     assert [x["block"] for x in entry["launches"]] == [256]
     assert lock.entry_key(entry) == lock.usage_key(_u("ns::k", ["256u"])) == ("ns::k", ("256",), "sm_90")
     assert link.template_args([" 256u ", "float", "-1L"]) == ("256", "float", "-1")
+
+
+CARVEOUT = """\
+__global__ void stage(float* x) {
+    __shared__ float tile[4096];
+    tile[threadIdx.x] = x[threadIdx.x];
+    x[threadIdx.x] = tile[4095 - threadIdx.x];
+}
+void run(float* x) {
+    cudaFuncSetAttribute(stage, cudaFuncAttributePreferredSharedMemoryCarveout, 25);
+    stage<<<1024, 256>>>(x);
+}
+"""
+
+
+def test_lock_entries_use_the_rules_occupancy_inputs():
+    """The lockfile records occupancy as the rules compute it (here with the carveout), so
+    OCC050 does not report a drop that is only a difference of inputs."""
+    from occlint.config import Config
+    from occlint.engine import lint_source
+    from occlint.facts import build_facts
+
+    u = Usage(kernel="stage", arch="sm_90", registers=32, static_smem=16384, barriers=1)
+    sf = parse(CARVEOUT, "s.cu")
+    config = Config(arch=("sm_90",), select=("OCC050",))
+    sites = build_facts(sf, [u], config, ("sm_90",)).sites
+    locked = lock.build([u], occupancy=lock.site_occupancy(sites))["kernels"]
+    recomputed = lock.build([u], sf.launches)["kernels"]
+    assert locked[0]["launches"][0]["occupancy"] == round(sites[0].occ.occupancy, 4)
+    assert locked[0]["launches"] != recomputed[0]["launches"]      # the carveout matters here
+    with_lock = Config(arch=("sm_90",), select=("OCC050",),
+                       extra={"lock": {lock.entry_key(e): e for e in locked}})
+    assert lint_source(CARVEOUT, "s.cu", [u], with_lock) == []

@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 SOURCE = SCALE_100.replace("<<<4096, 100>>>(x, 2.0f, 409600)", "<<<64, 100>>>(x, 2.0f, 6400)") + STAGE_64K
-CONFIG = '[tool.occlint]\narch = ["sm_90"]\nignore = ["OCC033"]\n'
+CONFIG = '[tool.occlint]\narch = ["sm_90"]\nignore = ["OCC033"]\ncliff-margin = 8\n'
 PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
 

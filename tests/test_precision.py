@@ -109,3 +109,189 @@ def test_occ031_round_up_is_unsafe():
             "void run(float* x) { tile<<<500, 100>>>(x); }\n")
     (f,) = [f for f in lint_source(text, "t.cu", [], Config()) if f.code == "OCC031"]
     assert f.fix is not None and f.fix.applicability == "unsafe"
+
+
+# --- 2: a kernel's findings are at the kernel's own file and line ---------------------------------
+
+HEADER = """\
+#pragma once
+// kernels of the runner
+
+
+__global__ void __launch_bounds__(256) scale(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}
+"""
+RUNNER = """\
+#include "kernels.cuh"
+void run(float* x, int n, int threads) {
+    scale<<<(n + threads - 1) / threads, threads>>>(x, n);
+}
+"""
+
+
+def test_header_kernel_findings_stay_in_the_header():
+    from occlint.source import parse
+    header, runner = parse(HEADER, "kernels.cuh"), parse(RUNNER, "runner.cu")
+    usage = [Usage(kernel="scale", arch="sm_90", registers=35)]
+    config = Config(arch=("sm_90",))
+    in_runner = lint_source(RUNNER, "runner.cu", usage, config, source=runner, project=[header, runner])
+    assert in_runner == [], [(f.code, f.span.line) for f in in_runner]
+    in_header = lint_source(HEADER, "kernels.cuh", usage, config, source=header, project=[header, runner])
+    assert [(f.path, f.span.line, f.code) for f in in_header] == [("kernels.cuh", 5, "OCC010")]
+
+
+# --- 3: declared intent -------------------------------------------------------------------------
+
+def _kernel(attrs: str, launch: str) -> str:
+    return (f"__global__ void {attrs} k(float* x) {{ x[threadIdx.x] = 0.0f; }}\n"
+            f"void run(float* x) {{ {launch}; }}\n")
+
+
+def _codes(text, regs, **config):
+    usage = [Usage(kernel="k", arch="sm_90", registers=regs)]
+    return sorted(f.code for f in lint_source(text, "k.cu", usage, Config(arch=("sm_90",), **config)))
+
+
+def test_declared_launch_bounds_met_is_respected():
+    # 46 registers at 256 threads: 5 blocks/SM, 62.5%
+    launch = "k<<<1000, 256>>>(x)"
+    assert _codes(_kernel("", launch), 46, min_occupancy=0.7) == ["OCC001"]
+    assert _codes(_kernel("__launch_bounds__(256, 5)", launch), 46, min_occupancy=0.7) == []
+    assert _codes(_kernel("__launch_bounds__(256, 6)", launch), 46, min_occupancy=0.7) == ["OCC001"]
+    assert _codes(_kernel("__maxnreg__(48)", launch), 46, min_occupancy=0.7) == []
+    # cliffs: 46 -> 40 gains a block with a margin of 8
+    assert _codes(_kernel("", launch), 46, cliff_margin=8) == ["OCC010"]
+    assert _codes(_kernel("__launch_bounds__(256, 5)", launch), 46, cliff_margin=8) == []
+    assert _codes(_kernel("__maxnreg__(48)", launch), 46, cliff_margin=8) == []
+    # 1024 threads with 2 blocks/SM asked for: warps bind at 1 block, below what it declares
+    assert "OCC003" not in _codes(_kernel("__launch_bounds__(512, 4)", "k<<<1000, 512>>>(x)"), 32,
+                                  min_occupancy=1.0)
+
+
+def test_spills_and_bounds_still_apply_with_declared_intent():
+    text = _kernel("__launch_bounds__(256, 5)", "k<<<1000, 512>>>(x)")
+    assert _codes(text, 46) == ["OCC032"]
+
+
+# --- 4: a grid of exactly one block ---------------------------------------------------------------
+
+def test_single_block_launches_are_deliberate():
+    for launch in ("k<<<1, 1024>>>(x)", "k<<<1, 100>>>(x)", "k<<<dim3(1, 1), 1000>>>(x)"):
+        assert _codes(_kernel("", launch), 16) == [], launch
+    assert _codes(_kernel("", "k<<<1, 256>>>(x)"), 35) == []          # no OCC010 for one block
+    assert _codes(_kernel("", "k<<<2, 100>>>(x)"), 16) == ["OCC031"]
+
+
+# --- 5: a cliff is near ---------------------------------------------------------------------------
+
+def test_cliff_margin_default_4_and_counts_on_a_step():
+    launch = "k<<<1000, 256>>>(x)"
+    assert Config().cliff_margin == 4
+    assert _codes(_kernel("", launch), 35) == ["OCC010"]                 # 3 to shed
+    assert _codes(_kernel("", launch), 38) == []                         # 6 to shed
+    assert _codes(_kernel("", launch), 38, cliff_margin=8) == ["OCC010"]
+    assert _codes(_kernel("", launch), 48, cliff_margin=8) == []         # on a step: a rewrite
+    assert _codes(_kernel("", launch), 40, cliff_margin=16) == []
+
+
+# --- 6: OCC030 with measured usage ----------------------------------------------------------------
+
+def test_occ030_says_what_nvcc_measured():
+    text = _kernel("", "k<<<1000, 1024>>>(x)")
+    usage = [Usage(kernel="k", arch=a, registers=10) for a in ("sm_86", "sm_90")]
+    (f,) = lint_source(text, "k.cu", usage, Config(arch=("sm_86", "sm_90")))
+    assert f.code == "OCC030" and "cannot launch" not in f.message
+    assert "with 10 registers/thread, occupancy on sm_86 is 66.7%" in f.message
+    assert "512 threads/block would reach 100%" in f.message
+    # sm_90 alone: two 1024-thread blocks fill the SM, no smaller block does better
+    assert lint_source(text, "k.cu", usage[1:], Config(arch=("sm_90",))) == []
+    # 40 registers: one block (50%) on sm_90, 512 threads reach 62.5%
+    (f,) = lint_source(text, "k.cu", [Usage(kernel="k", arch="sm_90", registers=40)], Config(arch=("sm_90",)))
+    assert "occupancy on sm_90 is 50%" in f.message and "would reach 75%" in f.message
+    # without usage: the hypothetical wording
+    (f,) = lint_source(text, "k.cu", [], Config(arch=("sm_90",)))
+    assert "above 64 registers/thread it cannot launch" in f.message
+    # declared for 1024 threads (llm.c's fused classifier): by design, and ptxas keeps it launchable
+    designed = _kernel("__launch_bounds__(1024, 1)", "k<<<1000, 1024>>>(x)")
+    assert lint_source(designed, "k.cu", [], Config(arch=("sm_90",))) == []
+    assert lint_source(designed, "k.cu", usage, Config(arch=("sm_86", "sm_90"))) == []
+
+
+# --- 11: OCC002 advice is true --------------------------------------------------------------------
+
+def test_occ002_mentions_the_carveout_only_when_the_kernel_lowers_it():
+    body = ("__global__ void k(float* x) { extern __shared__ float s[]; s[threadIdx.x] = x[0]; "
+            "x[threadIdx.x] = s[threadIdx.x ^ 1]; }\n")
+    launch = ("void run(float* x) {\n    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 100000);\n"
+              "{carve}    k<<<1000, 256, 100000>>>(x);\n}}\n")
+    plain = body + launch.replace("{carve}", "").replace("}}", "}")
+    (f,) = [f for f in lint_source(plain, "k.cu", [], Config(arch=("sm_90",))) if f.code == "OCC002"]
+    assert "carveout" not in f.message
+    lowered = body + launch.replace("{carve}", "    cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 50);\n").replace("}}", "}")
+    (f,) = [f for f in lint_source(lowered, "k.cu", [], Config(arch=("sm_90",))) if f.code == "OCC002"]
+    assert "raise the carveout the kernel asks for (50%)" in f.message
+
+
+# --- 10: OCC020 sees loop-bounded subscripts ------------------------------------------------------
+
+def _shared(body: str, launch: str = "k<<<1000, 256>>>(x)") -> list:
+    text = f"__global__ void k(float* x) {{\n    __shared__ float buf[1024];\n{body}}}\nvoid run(float* x) {{ {launch}; }}\n"
+    return [f for f in lint_source(text, "k.cu", [], Config(arch=("sm_90",))) if f.code == "OCC020"]
+
+
+def test_occ020_loop_bounded_and_constant_arithmetic_subscripts():
+    (f,) = _shared("    for (int k = threadIdx.x; k < 256; k += blockDim.x) buf[k] = x[k];\n"
+                   "    __syncthreads();\n    x[threadIdx.x] = buf[threadIdx.x % 256];\n")
+    assert "reach only the first 256" in f.message and "3072 bytes" in f.message
+    assert f.fix is not None and f.fix.applicability == "unsafe" and f.fix.edits[0].content == "256"
+    (f,) = _shared("    buf[255 - threadIdx.x] = x[threadIdx.x];\n", "k<<<1000, 128>>>(x)")
+    assert "reach only the first 256" in f.message
+    (f,) = _shared("    for (int k = 0; k <= 127; ++k) buf[2 * k + 1] = x[k];\n")
+    assert "reach only the first 256" in f.message
+    # thread-derived and loop-bounded together: the larger reach decides
+    (f,) = _shared("    buf[threadIdx.x] = 0;\n    for (int k = 0; k < 512; k++) buf[k] += x[k];\n")
+    assert "first 512" in f.message
+
+
+def test_occ020_no_bound_no_finding():
+    assert _shared("    for (int k = 0; k < 256; k++) { buf[k] = x[k]; k += x[0]; }\n") == []
+    assert _shared("    for (int k = 0; k < 256; k--) buf[k] = x[k];\n") == []
+    assert _shared("    int k = x[0];\n    buf[k] = 1.0f;\n") == []
+    assert _shared("    for (int k = 0; k < 1024; k++) buf[k] = x[k];\n") == []
+    assert _shared("    buf[0] = x[0];\n") == []
+
+
+# --- OCC033: a small constant grid matters only where the grid is a knob ---------------------------
+
+def test_occ033_only_for_kernels_that_spread_work_over_the_grid():
+    stride = ("__global__ void k(float* x, int n) {\n"
+              "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) x[i] = 0;\n}\n")
+    tile = "__global__ void k(float* x, int n) {\n    x[blockIdx.x * blockDim.x + threadIdx.x] = 0;\n}\n"
+    launch = "void run(float* x) { k<<<64, 256>>>(x, 1 << 20); }\n"
+    assert [f.code for f in lint_source(stride + launch, "k.cu", [], Config())] == ["OCC033"]
+    assert lint_source(tile + launch, "k.cu", [], Config()) == []
+
+
+# --- `static __global__` kernels keep their nvcc figures ------------------------------------------
+
+def test_static_kernel_names_demangle_to_the_kernel():
+    from occlint.toolchain.demangle import split_name
+    mangled = "__nv_static_36__426b201a_14_nv12_resize_cu_d5a6aa57__Z21resizeNV12BatchKernelyyPhiiiiii"
+    assert split_name(mangled) == ("resizeNV12BatchKernel", ())
+    assert split_name("__nv_static_5__x") == ("__nv_static_5__x", ())
+
+
+def test_static_kernels_get_their_usage(nvcc_path, tmp_path):
+    import dataclasses
+
+    from occlint.toolchain import collect_usage
+    path = tmp_path / "s.cu"
+    path.write_text("static __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+                    "void run(float* x) { k<<<1000, 1024>>>(x); }\n")
+    config = dataclasses.replace(Config(arch=("sm_86",)), nvcc=nvcc_path, cache_dir=str(tmp_path / "cache"))
+    usage = list(collect_usage([str(path)], config).usage_for(str(path)))
+    assert [u.kernel for u in usage] == ["k"]
+    (f,) = lint_source(path.read_text(), str(path), usage, config)
+    assert f.code == "OCC030" and "registers/thread, occupancy on sm_86 is 66.7%" in f.message

@@ -152,7 +152,7 @@ def test_kernel_factory_function_and_self_attribute(nvrtc_lib):
             def run(self, p):
                 self.kern((1,), (2000,), (p,))
         def run(p):
-            _kernel()((1,), (48,), (p,))
+            _kernel()((2,), (48,), (p,))
         ''')
     findings, _ = lint_python(src, "x.py", _cfg())
     assert [(f.code, f.span.line) for f in findings] == [("OCC031", 12), ("OCC034", 10)] or \
@@ -267,7 +267,7 @@ def test_fix_edits_inside_the_string(tmp_path, nvrtc_lib):
     src = (os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py"))
     target = tmp_path / "k.py"
     target.write_text(open(src, encoding="utf-8").read())
-    proc = run_cli("check", "--arch", "sm_90", "--fix", "--unsafe-fixes", str(target))
+    proc = run_cli("check", "--arch", "sm_90", "--config", "cliff-margin = 8", "--fix", "--unsafe-fixes", str(target))
     assert "__launch_bounds__(256, 8) accumulate(" in target.read_text(), proc.stdout + proc.stderr
 
 

@@ -8,8 +8,8 @@ import shutil
 from conftest import FIXTURES, run_cli
 
 SAXPY = """__global__ void saxpy(float* y, const float* x, float a, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] += a * x[i];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] += a * x[i];
 }
 """
 
@@ -171,14 +171,14 @@ def test_fix_reports_the_fixed_files(tmp_path):
     """After --fix the findings come from the written text: lines moved by an inserted
     statement, and findings the fix exposed (the opt-in reveals the shared-memory limit)."""
     root = project(tmp_path, {"a.cu": (
-        "__global__ void big(float* x) {\n"
+        "__global__ void big(float* x, int n) {\n"
         "    extern __shared__ float s[];\n"
-        "    s[threadIdx.x] = x[threadIdx.x];\n"
-        "    x[threadIdx.x] = s[threadIdx.x ^ 1];\n"
+        "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)\n"
+        "        { s[threadIdx.x] = x[i]; x[i] = s[threadIdx.x ^ 1]; }\n"
         "}\n"
-        "void run(float* x) {\n"
-        "    big<<<1000, 256, 200000>>>(x);\n"
-        "    big<<<8, 256>>>(x);\n"
+        "void run(float* x, int n) {\n"
+        "    big<<<1000, 256, 200000>>>(x, n);\n"
+        "    big<<<8, 256>>>(x, n);\n"
         "}\n")})
     _, before = check_json(root)
     assert [(f["code"], f["location"]["row"]) for f in before] == [("OCC022", 7), ("OCC033", 8)]

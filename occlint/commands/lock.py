@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import sys
 
+    import dataclasses
+
     from occlint import lock
+    from occlint.facts import build_facts
     from occlint.discover import discover
     from occlint.engine import read_text
     from occlint.errors import OcclintError
@@ -38,6 +41,13 @@ def run(args) -> int:
     usages = [u for unit in sources for u in report.usage_for(unit)]
     project = Project.read({path: read_text(path) for path in sources})
     launches = [launch for sf in project for launch in sf.launches]
-    n = lock.write(usages, launches, args.file)
+    # occupancy at each launch as the rules compute it (OCC050 compares with the same inputs)
+    occupancy: dict[tuple, set] = {}
+    run_config = dataclasses.replace(config, arch=tuple(report.archs))
+    for sf in project:
+        facts = build_facts(sf, report.usage_for(sf.path), run_config, run_config.arch, project=project)
+        for key, configs in lock.site_occupancy(facts.sites).items():
+            occupancy.setdefault(key, set()).update(configs)
+    n = lock.write(usages, launches, args.file, occupancy=occupancy)
     print(f"Wrote {n} kernel instantiation{'s' * (n != 1)} x arch to {args.file}.", file=sys.stderr)
     return 0

@@ -8,6 +8,9 @@ along that axis, so that only proofs are accepted, never likely cases:
   threadIdx.x + threadIdx.y * blockDim.x       -> "xyz" (below the total thread count)
   e + s inside `if (e < s ...)`, s <= blockDim.A / 2 (a halving loop from blockDim.A / 2, or a
   loop condition s < blockDim.A / 2)           -> A, since e + s < 2 s <= blockDim.A
+Other subscripts may still have a proven bound (Index.bound, Classifier.bound): the variable
+of `for (k = ...; k < 256; k++)` that only the update writes is < 256, `255 - threadIdx.x`
+is < 256, and + - * / % & >> of bounded, non-negative terms keep a bound.
 """
 
 from __future__ import annotations
@@ -91,6 +94,113 @@ class Classifier:
             return self._flat(left, right, at, depth) or self._guarded(left, right, at, depth) \
                 or self._guarded(right, left, at, depth)
         return None
+
+    def bound(self, node, at, depth: int = 0) -> int | None:
+        """An exclusive upper bound on `node`'s value that the source proves without the block
+        size: constants, the variable of an enclosing `for (k = ...; k < C; k++)` that only the
+        loop's update writes, and + - * / % & >> of these (`255 - threadIdx.x` < 256)."""
+        node = _strip(node)
+        if node is None or depth > 12:
+            return None
+        c = self.const(node)
+        if c is not None:
+            return c + 1 if c >= 0 else None
+        if node.type == "identifier":
+            loop = self._loop_bound(at, node.text)
+            if loop is not None:
+                return loop
+            init = self.alias(node)
+            return self.bound(init, at, depth + 1) if init is not None else None
+        if node.type != "binary_expression":
+            return None
+        op = node.child_by_field_name("operator").text
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if op == b"-":
+            c = self.const(left)
+            if c is not None and self.nonnegative(right, at, depth + 1):
+                return c + 1                        # C - e with e >= 0 is at most C
+            b = self.bound(left, at, depth + 1)
+            return b if b is not None and self.nonnegative(right, at, depth + 1) else None
+        lb, rb = self.bound(left, at, depth + 1), self.bound(right, at, depth + 1)
+        if op == b"+" and lb is not None and rb is not None:
+            return lb + rb - 1
+        if op == b"*" and lb is not None and rb is not None:
+            return (lb - 1) * (rb - 1) + 1
+        c = self.const(right)
+        if op in (b"%", b"&") and c is not None and c > 0 and self.nonnegative(left, at, depth + 1):
+            return c if op == b"%" else c + 1
+        if op in (b"/", b">>") and lb is not None and c is not None and c > 0:
+            return (lb - 1) // (c if op == b"/" else 1 << c) + 1
+        return None
+
+    def nonnegative(self, node, at, depth: int = 0) -> bool:
+        """`node` is >= 0: a constant, a built-in index or size, a loop variable counting up from
+        >= 0, or + * / % >> & of these."""
+        node = _strip(node)
+        if node is None or depth > 12:
+            return False
+        c = self.const(node)
+        if c is not None:
+            return c >= 0
+        if node.type == "field_expression":
+            arg = node.child_by_field_name("argument")
+            return arg is not None and arg.text in (b"threadIdx", b"blockIdx", b"blockDim", b"gridDim")
+        if node.type == "identifier":
+            if self._loop_start(at, node.text):
+                return True
+            init = self.alias(node)
+            return init is not None and self.nonnegative(init, at, depth + 1)
+        if node.type == "binary_expression":
+            op = node.child_by_field_name("operator").text
+            if op in (b"+", b"*", b"/", b"%", b">>", b"&"):
+                return self.nonnegative(node.child_by_field_name("left"), at, depth + 1) and \
+                    self.nonnegative(node.child_by_field_name("right"), at, depth + 1)
+        return False
+
+    def _counting_loop(self, at, name: bytes):
+        """The innermost enclosing `for` whose body holds `at`, that sets `name` in its
+        initializer, and in which only its update writes `name` (k++, k += c with c > 0)."""
+        node, child = at.parent, at
+        while node is not None and node.type not in ("function_definition", "lambda_expression"):
+            if node.type == "for_statement" and child == node.child_by_field_name("body"):
+                start = _loop_init(node, name)
+                if start is not None:
+                    update = node.child_by_field_name("update")
+                    local = self.env.local(self.scope, name) if self.scope is not None else None
+                    inside = [w for w in (local.writes if local else ())
+                              if node.start_byte <= w.start_byte < node.end_byte]
+                    init = node.child_by_field_name("initializer")
+                    if update is None or not all(
+                            _within(w, update) or _within(w, init) for w in inside) \
+                            or not _counts_up(update, name, self):
+                        return None
+                    return node, start
+            node, child = node.parent, node
+        return None
+
+    def _loop_bound(self, at, name: bytes) -> int | None:
+        found = self._counting_loop(at, name)
+        if found is None:
+            return None
+        loop, _ = found
+        for c in _conjuncts(loop.child_by_field_name("condition")):
+            if c.type != "binary_expression":
+                continue
+            op = c.child_by_field_name("operator").text
+            left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
+            if op in (b"<", b"<=") and _norm(left) == name:
+                v = self.const(right)
+            elif op in (b">", b">=") and _norm(right) == name:
+                v, op = self.const(left), (b"<" if op == b">" else b"<=")
+            else:
+                continue
+            if v is not None:
+                return v if op == b"<" else v + 1
+        return None
+
+    def _loop_start(self, at, name: bytes) -> bool:
+        found = self._counting_loop(at, name)
+        return found is not None and self.nonnegative(found[1], found[0])
 
     def _flat(self, left, right, at, depth) -> str | None:
         """threadIdx.x + threadIdx.y * blockDim.x (either order) -> "xyz"."""
@@ -178,6 +288,45 @@ class Classifier:
         if a is None or update is None:
             return None
         return a if _shrinks(update, s) else None
+
+
+def _loop_init(loop, name: bytes):
+    """The value `name` starts from in the loop's initializer (`int k = 0`, `k = tid`), or None."""
+    init = loop.child_by_field_name("initializer")
+    if init is None:
+        return None
+    items = init.children_by_field_name("declarator") if init.type == "declaration" else \
+        ([init] if init.type != "comma_expression" else init.named_children)
+    for d in items:
+        if d.type == "init_declarator" and _norm(d.child_by_field_name("declarator")) == name:
+            return d.child_by_field_name("value")
+        if d.type == "assignment_expression" and _norm(d.child_by_field_name("left")) == name \
+                and d.child_by_field_name("operator").text == b"=":
+            return d.child_by_field_name("right")
+    return None
+
+
+def _within(node, outer) -> bool:
+    return outer is not None and outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+def _counts_up(update, name: bytes, cl) -> bool:
+    """`k++`, `++k`, `k += c` (c > 0 or a built-in size), `k = k + c`."""
+    for u in ([update] if update.type != "comma_expression" else update.named_children):
+        if u.type == "update_expression":
+            if u.text.replace(name, b"").strip() != b"++" or _norm(u.child_by_field_name("argument")) != name:
+                return False
+        elif u.type == "assignment_expression" and _norm(u.child_by_field_name("left")) == name:
+            op, right = u.child_by_field_name("operator").text, u.child_by_field_name("right")
+            if op == b"=" and right is not None and right.type == "binary_expression" and \
+                    right.child_by_field_name("operator").text == b"+" and \
+                    _norm(right.child_by_field_name("left")) == name:
+                right, op = right.child_by_field_name("right"), b"+="
+            if op != b"+=" or not cl.nonnegative(right, u) or cl.const(right) == 0:
+                return False
+        else:
+            return False
+    return True
 
 
 def _half(node) -> str | None:
@@ -277,8 +426,10 @@ def _subscripts(ctx, cl: Classifier, use) -> tuple[list[Index], object]:
             return found, node
         e = exprs[0]
         axis = cl.axis(e, sub)
+        constant = cl.const(e) if axis is None else None
         found.append(Index(text=" ".join(ctx.tx.node_text(e).split()), span=ctx.tx.node_span(e),
                            thread_derived=axis is not None, axis=axis, dim=dim,
-                           constant=cl.const(e) if axis is None else None))
+                           constant=constant,
+                           bound=cl.bound(e, sub) if axis is None and constant is None else None))
         node, dim = sub, dim + 1
     return found, node

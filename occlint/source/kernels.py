@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
@@ -149,6 +150,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             template_params=tuple(t.name.decode("utf-8", "replace") for t in tparams),
             params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
             extern_c=_extern_c(node), is_definition=body is not None,
+            grid_stride=body is not None and grid_stride(tx.node_text(body)),
         )
         # an explicit specialization (`template <> __global__ void k<64>(...)`) is its own record
         spec = name_node.parent.text if name_node.parent is not None and \
@@ -162,6 +164,28 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
         seen[key] = len(out)
         out.append(kn)
     return out
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_STEP = re.compile(r"\+=[^;]*gridDim|/\s*gridDim|\bthis_grid\s*\(|\bgrid_group\b")
+_PRODUCT = re.compile(r"([\w.]+)\s*\*\s*gridDim\.[xyz]|gridDim\.[xyz]\s*\*\s*([\w.]+)")
+_PAIR = re.compile(r"(<<<\s*)?(?:blockDim\.[xyz]\s*,\s*gridDim|gridDim\.[xyz]\s*,\s*blockDim)")
+
+
+def grid_stride(body: str) -> bool:
+    """The kernel spreads its work over however many blocks the grid has (Kernel.grid_stride):
+    a step of gridDim (`i += blockDim.x * gridDim.x`, `vec += gridDim.x`), the grid's thread
+    count (`blockDim.x * gridDim.x`, `MUL(blockDim.x, gridDim.x)`), a share of the work
+    (`n / gridDim.x`) or a cooperative grid group. Not: `blockIdx.y * gridDim.x + blockIdx.x`
+    (a flat block index) or `gridDim.x` passed on to a child launch."""
+    if "grid" not in body:
+        return False
+    body = _COMMENTS.sub(" ", body)
+    if _STEP.search(body):
+        return True
+    if any(not (m.group(1) or m.group(2)).startswith("blockIdx") for m in _PRODUCT.finditer(body)):
+        return True
+    return any(m.group(1) is None for m in _PAIR.finditer(body))
 
 
 def _unbound(names) -> dict:

@@ -196,7 +196,13 @@ def _from_json(cls, d, unit: str):
 
 
 def usage_from_json(d: dict, unit: str) -> Usage:
-    return _from_json(Usage, d, unit)
+    u = _from_json(Usage, d, unit)
+    if u.kernel.startswith("__nv_static_"):
+        # an entry written before `static __global__` names were demangled: name it again
+        from occlint.toolchain.demangle import split_name
+        name, args = split_name(u.mangled or u.kernel)
+        u = replace(u, kernel=name, template_args=tuple(args))
+    return u
 
 
 def _error_from_json(d: dict, unit: str) -> CompileError:

@@ -10,9 +10,24 @@ _ANON_MARK = "\x00anon\x00"
 _INT = re.compile(r"(-?\d+)[uUlL]*")
 
 
+_NV_STATIC = re.compile(r"__nv_static_(\d+)__")
+
+
+def strip_static_prefix(mangled: str) -> str:
+    """`__nv_static_36__426b201a_14_nv12_resize_cu_d5a6aa57__Z21resizeNV12BatchKernel...`, the
+    name nvcc gives a `static __global__` kernel (its number counts the unit tag that follows),
+    -> the `_Z...` name of the kernel itself."""
+    m = _NV_STATIC.match(mangled)
+    if m is None:
+        return mangled
+    rest = mangled[m.end() + int(m.group(1)):]
+    return rest if rest.startswith("_Z") else mangled
+
+
 @lru_cache(maxsize=4096)
 def demangle(mangled: str) -> str:
     """The demangled signature, or the name itself when it is not mangled (extern "C")."""
+    mangled = strip_static_prefix(mangled)
     if not mangled.startswith("_Z"):
         return mangled
     try:
