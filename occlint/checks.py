@@ -6,10 +6,11 @@ cause" verdicts) are gathered once per file by `occlint.facts.build_facts`.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from occlint import occupancy
 from occlint.facts import (
@@ -26,6 +27,8 @@ from occlint.facts import (
     launch_arg,
     launch_args,
     limiter_words,
+    arch_kernel,
+    effective_bounds,
     literal_int,
     primary_limiter,
     serial,
@@ -74,10 +77,49 @@ KINDS: dict[str, str] = {}                                           # code -> "
 def check(code: str, kind: str = "source"):
     """Register the rule `code`'s function: "source" checks read Facts, "build" checks BuildFacts."""
     def register(fn):
-        CHECKS[code] = fn
+        CHECKS[code] = functools.wraps(fn)(lambda facts: merge_choices(fn(facts)))
         KINDS[code] = kind
         return fn
     return register
+
+
+def merge_choices(hits: Iterable[Hit]) -> list[Hit]:
+    """Hits at a launch whose configuration is one of a few values (`choices` in their values)
+    become one per (code, place, arch, variant), naming the values it holds for (`holds_for`);
+    the figures are those of the first (smallest) configuration it holds for."""
+    out: list = []
+    groups: dict[tuple, list[Hit]] = {}
+    for h in hits:
+        if not h.values.get("choices"):
+            out.append(h)
+            continue
+        key = (h.code, h.span.start, h.arch, h.variant)
+        if key not in groups:
+            groups[key] = []
+            out.append(key)
+        groups[key].append(h)
+    merged = []
+    for item in out:
+        if isinstance(item, Hit):
+            merged.append(item)
+            continue
+        hs = groups[item]
+        held = [(h.values.get("block"), h.values.get("dynamic_smem")) for h in hs]
+        merged.append(replace(hs[0], values={**hs[0].values, "holds_for": tuple(held)}))
+    return merged
+
+
+def choices_note(values: dict) -> str:
+    """The words a finding at a few-valued launch ends with."""
+    choices, held = values.get("choices"), values.get("holds_for") or ()
+    if not choices:
+        return ""
+    smem = len({d for _b, d in choices}) > 1
+
+    def say(pairs) -> str:
+        return ", ".join(f"{b} ({d} B)" if smem else str(b) for b, d in pairs)
+    what = "block size (dynamic shared memory)" if smem else "block size"
+    return f" [the {what} is one of {say(choices)}: this holds for {say(held)}]"
 
 
 def checks_of(kind: str) -> dict[str, Callable]:
@@ -120,7 +162,7 @@ def launch_bounds_text(block: int, blocks: int) -> str:
 def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None:
     """Edits that give the kernel `__launch_bounds__(block, blocks)`, or None if unsafe to try."""
     kf, k = site.facts, site.facts.kernel
-    if not kf.here or k.maxnreg is not None:
+    if not kf.here or k.maxnreg is not None or site.basis == "best":
         return None
     sizes = [ln.block.total for ln in (*kf.launches, *kf.elsewhere)]
     if any(b is None or b > site.block for b in sizes):
@@ -148,6 +190,8 @@ def _occ_values(site: Site, facts: Facts) -> dict:
         "blocks": occ.active_blocks, "warps": occ.active_warps, "max_warps": occ.max_warps,
         "limiter": limiter_words(primary_limiter(occ, site.usage is not None)),
         "min_occupancy": Pct(facts.config.min_occupancy),
+        "max_block": site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024,
+        "choices": site.launch.choices if site.launch is not None else (),
     }
 
 
@@ -173,11 +217,18 @@ def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if site.owner != "OCC001":
             continue
+        best = site.basis == "best"
         values = _occ_values(site, facts)
         need = blocks_for(site.occ, facts.config.min_occupancy)
         regs = max_registers(site, need, site.usage.registers)
         if regs is None or regs >= site.usage.registers:
-            yield _site_hit("OCC001", site, values, "no_step")
+            yield _site_hit("OCC001", site, values, "best_no_step" if best else "no_step")
+            continue
+        if best:        # no launch chose this size: no bound to write
+            after = compute(site, regs=regs)
+            values.update(target_regs=regs, shed=site.usage.registers - regs,
+                          target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
+            yield _site_hit("OCC001", site, values, "best")
             continue
         yield _register_step(facts, site, "OCC001", values, regs, compute(site, regs=regs))
 
@@ -194,8 +245,9 @@ def shared_memory_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         fit = occupancy.available_dynamic_smem(
             site.arch, site.block, need, site.usage.registers if site.usage else 0,
             carveout=site.carveout)
+        best = site.basis == "best"
         if fit is None:
-            yield _site_hit("OCC002", site, values, "no_step")
+            yield _site_hit("OCC002", site, values, "best_no_step" if best else "no_step")
             continue
         values.update(target_smem=fit, target_blocks=need,
                       target_occupancy=Pct(min(1.0, need * site.occ.warps_per_block / site.occ.max_warps)),
@@ -203,7 +255,7 @@ def shared_memory_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         # the default carveout is already the largest: raising it is advice only where the
         # kernel asks for less (cudaFuncAttributePreferredSharedMemoryCarveout)
         lowered = site.carveout is not None and site.carveout < 100
-        yield _site_hit("OCC002", site, values, "carveout" if lowered else "message")
+        yield _site_hit("OCC002", site, values, "best" if best else "carveout" if lowered else "message")
 
 
 @check("OCC003")
@@ -229,6 +281,8 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if site.usage is None or not site.launches or site.owner or "registers" not in site.occ.limiters:
             continue
+        if site.basis == "best":
+            continue        # a cliff at a size no launch chose is no cliff
         if (site.launch is not None and serial(site.launch)) or intent_met(site):
             continue        # one block; or the occupancy its bounds / __maxnreg__ asked for
         gain = occupancy.cliffs(site.arch, site.block, site.regs, site.static_smem, site.dynamic_smem,
@@ -247,50 +301,39 @@ def on_allocation_step(arch: str, regs: int) -> bool:
     return regs * 32 % gpus.arch(arch).reg_alloc_granularity == 0
 
 
-def _cap(kf: KernelFacts, facts: Facts) -> tuple[str, str] | None:
-    """(kind, text) of whatever caps this kernel's registers, if anything."""
-    k = kf.kernel
-    if k.maxnreg is not None:
-        return "maxnreg", f"__maxnreg__({k.maxnreg})"
-    lb = k.launch_bounds
-    if lb is not None and lb.min_blocks:
-        return "bounds", lb.text or launch_bounds_text(lb.max_threads, lb.min_blocks)
-    if facts.global_cap is not None:
-        return "global", f"-maxrregcount={facts.global_cap}"
-    return None
-
-
 def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
-    """The kernel's `__launch_bounds__` with this instantiation's template arguments bound."""
-    k = kf.kernel
+    """The kernel's `__launch_bounds__` on the usage's arch, with this instantiation's template
+    arguments bound."""
+    origin, k = arch_kernel(kf, u.arch) or (kf.origin, kf.kernel)
     if not (k.template_params and u.template_args):
         return k.launch_bounds
     values = tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
-    bounds, _ = specialize_kernel(kf.origin, k, values)
+    bounds, _ = specialize_kernel(origin, k, values)
     return bounds
 
 
 def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
+    """OCC012 when a register cap (the cubin's, else the source's) binds the spilling
+    instantiation; OCC011 otherwise."""
     for kf in facts.kernels:
         if not kf.here:
-            continue
-        cap = _cap(kf, facts)
-        if (cap is not None) != capped:
             continue
         for arch in facts.archs:
             for u in kf.usages.get(arch, []):
                 if not (u.spill_stores or u.spill_loads):
                     continue
+                k = (arch_kernel(kf, arch) or (None, kf.kernel))[1]
+                eff = effective_bounds(k, _instance_bounds(kf, u), u, arch, facts.global_cap)
+                if (eff.cause is not None) != capped:
+                    continue
                 values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                           "regs": u.registers, "stores": u.spill_stores, "loads": u.spill_loads,
                           "stack": u.stack_frame}
                 variant = "message"
-                if cap is not None:
-                    values.update(cap=cap[1])
-                    lb = _instance_bounds(kf, u) if cap[0] == "bounds" else None
-                    if lb is not None and lb.max_threads and lb.min_blocks:
-                        values.update(cap=launch_bounds_text(lb.max_threads, lb.min_blocks))
-                    if lb is not None and lb.min_blocks and lb.min_blocks > 1 and lb.max_threads:
+                if eff.cause is not None:
+                    values.update(cap=eff.text)
+                    lb = eff.launch_bounds()
+                    if eff.cause == "bounds" and lb.min_blocks and lb.min_blocks > 1:
                         site = Site(kf, arch, lb.max_threads, 0, None, u, u.static_smem, lb,
                                     kf.kernel.span, "")
                         # the next step down in blocks/SM that really gives more registers
@@ -408,19 +451,19 @@ def dynamic_shared_memory_without_opt_in(facts: Facts) -> Iterator[Hit]:
         total = site.static_smem + site.dynamic_smem
         k = site.facts.kernel
         opted = [a for a in attributes_for(facts, k) if a.attribute == "MaxDynamicSharedMemorySize"]
-        key = launch.span.start
+        key = (launch.span.start, site.block, site.dynamic_smem)
         if key in seen:
             continue
         seen.add(key)
         values = {"kernel": site.label, "dynamic_smem": site.dynamic_smem, "static_smem": site.static_smem,
-                  "smem": total, "limit": STATIC_SMEM_LIMIT,
-                  "opted": max((a.value for a in opted), default=0)}
+                  "smem": total, "limit": STATIC_SMEM_LIMIT, "block": site.block,
+                  "opted": max((a.value for a in opted), default=0), "choices": launch.choices}
         at = line_start(facts.text, launch.span.start)
         call = (f"{indentation(facts.text, launch.span.start)}cudaFuncSetAttribute({callee_text(launch)}, "
                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {site.dynamic_smem});\n")
         fix = FixSpec((Edit(call, span_of(facts, at, at)),), "safe", values)
-        if opted or facts.text[at:launch.span.start].strip():
-            fix = None    # an existing call to raise, or the launch shares its line with code
+        if opted or launch.choices or facts.text[at:launch.span.start].strip():
+            fix = None    # an existing call to raise, several sizes, or the launch shares its line
         yield Hit("OCC022", launch_arg(launch, 2), values, "too_small" if opted else "message",
                   None, k.qualname, fix, ())
 
@@ -596,13 +639,14 @@ def unlaunchable_configuration(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if not site.unlaunchable or site.exceeds_bounds or site.launch is None:
             continue
-        key = (site.launch.span.start, site.unlaunchable)
+        key = (site.launch.span.start, site.unlaunchable, site.block, site.dynamic_smem)
         if key in seen:
             continue
         seen.add(key)
         values = {"kernel": site.label, "arch": site.arch, "block": site.block,
                   "regs": site.usage.registers if site.usage else None,
-                  "smem": site.static_smem + site.dynamic_smem}
+                  "smem": site.static_smem + site.dynamic_smem,
+                  "dynamic_smem": site.dynamic_smem, "choices": site.launch.choices}
         limiter = site.unlaunchable
         if limiter == "threads":
             dims = site.launch.block

@@ -47,7 +47,8 @@ def to_finding(hit: checks.Hit, path: str, group: Sequence[checks.Hit] = ()) -> 
     if hit.fix is not None and hit.fix.edits:
         title = registry.render_fix_title(hit.code, hit.fix.variant, **hit.fix.values)
         fix = Fix(title, tuple(hit.fix.edits), hit.fix.applicability)
-    message = aggregate.label_message(registry.render(hit.code, hit.variant, **hit.values), hit)
+    message = aggregate.label_message(
+        registry.render(hit.code, hit.variant, **hit.values) + checks.choices_note(hit.values), hit)
     return Finding(code=hit.code, name=rule.name, message=message,
                    path=path, span=hit.span, severity=rule.severity, fix=fix, arch=hit.arch,
                    kernel=hit.kernel, url=rule.url, data=_data(hit),
@@ -169,9 +170,11 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         archs = report.archs if report is not None and report.archs else archs_for(config, usage=all_usage)
         config = dataclasses.replace(config, arch=tuple(archs))
     from occlint.project import Project
+    from occlint.toolchain.flags import source_views
     from occlint.toolchain.includers import user_files
     deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
-    project = Project.read({**_included(deps, cuda), **{path: texts[path] for path in cuda}})
+    project = Project.read({**_included(deps, cuda), **{path: texts[path] for path in cuda}},
+                           source_views(cuda, config))
     result.config, result.project = config, project
     for path in cuda:
         file_usage = _lookup(usage, path)

@@ -66,6 +66,9 @@ class Site:
     exceeds_bounds: bool = False        # launched with more threads than __launch_bounds__ allows
     needs_opt_in: bool = False          # > 48 KB without a large enough cudaFuncSetAttribute
     owner: str | None = None            # the rule that reports this site below the occupancy target
+    basis: str = "launch"               # launch | launch_bounds | best (no constant launch, no bounds:
+                                        # the best block size up to the kernel's max threads)
+    bounds_from_cubin: bool = False     # the bounds' figures came from the cubin, not the source
 
     @property
     def regs(self) -> int:
@@ -309,34 +312,46 @@ def used_elements(decl: SharedDecl, largest_block: int | None) -> int | None:
 def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     if kf.static_over_limit is not None:
         return
-    k = kf.kernel
-    attrs = attributes_for(facts, k)
+    found = arch_kernel(kf, arch)
+    if found is None:
+        return          # in a branch the device pass for this arch drops
+    origin, k = found
+    attrs = attributes_for(facts, kf.kernel)
     opt_in = max((a.value for a in attrs if a.attribute == "MaxDynamicSharedMemorySize"
                   and isinstance(a.value, int)), default=None)
     carveout = next((a.value for a in attrs if a.attribute == "PreferredSharedMemoryCarveout"
                      and isinstance(a.value, int) and 0 <= a.value <= 100), None)
     evaluated = False
+    known_blocks: list[int] = []     # launches with a constant block, unknown dynamic smem
     for launch in kf.launches:
-        block = launch.block.total
-        if block is None or launch.runtime_block:
+        if launch.runtime_block:
+            continue
+        if launch.block.total is not None and launch.dynamic_smem is not None:
+            configs = [(launch.block.total, launch.dynamic_smem)]
+        elif launch.choices:            # one of a few values: each is evaluated
+            configs = list(launch.choices)
+        else:
+            if launch.block.total is not None:   # a constant block, unknown dynamic smem
+                known_blocks.append(launch.block.total)
             continue
         evaluated = True
-        if launch.dynamic_smem is None:
-            continue
-        bounds, shared = specialize_kernel(kf.origin, k, launch_args(launch))
+        bounds, shared = specialize_kernel(origin, k, launch_args(launch))
         u = usage_for(kf, arch, launch)
-        # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
-        max_dyn = opt_in if opt_in is not None and opt_in >= launch.dynamic_smem else None
+        eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
+        bounds = eff.launch_bounds()
         unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
                              for a in attrs)
         static = u.static_smem if u else static_total(kf, shared)
-        site = Site(kf, arch, block, launch.dynamic_smem, launch, u, static, bounds,
-                    launch_arg(launch, 1), instance_label(k, launch.template_args),
-                    max_dynamic_smem=max_dyn, carveout=carveout)
-        site.needs_opt_in = (launch.dynamic_smem > 0 and static + launch.dynamic_smem > STATIC_SMEM_LIMIT
-                             and max_dyn is None and not unknown_opt_in)
-        yield _evaluate(site)
-    if evaluated or any(ln.block.total is not None for ln in kf.elsewhere):
+        for block, dyn in configs:
+            # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
+            max_dyn = opt_in if opt_in is not None and opt_in >= dyn else None
+            site = Site(kf, arch, block, dyn, launch, u, static, bounds,
+                        launch_arg(launch, 1), instance_label(k, launch.template_args),
+                        max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin)
+            site.needs_opt_in = (dyn > 0 and static + dyn > STATIC_SMEM_LIMIT
+                                 and max_dyn is None and not unknown_opt_in)
+            yield _evaluate(site)
+    if evaluated or any(ln.block.total is not None or ln.choices for ln in kf.elsewhere):
         return      # evaluated at its launches (those elsewhere: in their own files)
     if not kf.here:
         return      # at its __launch_bounds__: a finding of the file that defines it, at its line
@@ -344,13 +359,53 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     instances = kf.usages.get(arch, []) or [None]
     for u in instances:
         values = tuple(u.template_args) if u and k.template_params else ()
-        b, shared = specialize_kernel(kf.origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
-        if b is None or not b.max_threads:
-            continue
+        b, shared = specialize_kernel(origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
+        eff = effective_bounds(k, b, u, arch, facts.global_cap)
+        b = eff.launch_bounds()
         static = u.static_smem if u else static_total(kf, shared)
-        site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
-                    instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout)
+        if b is not None and b.max_threads:
+            site = Site(kf, arch, b.max_threads, 0, None, u, static, b, k.span,
+                        instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout,
+                        basis="launch_bounds", bounds_from_cubin=eff.from_cubin)
+        elif u is not None:
+            if known_blocks:             # the launch's own block, at no dynamic smem: the best it gets
+                block = max(known_blocks, key=lambda x: (occupancy_module().compute(
+                    arch, x, u.registers, static, barriers=u.barriers).occupancy, x)) \
+                    if all(0 < x <= 1024 for x in known_blocks) else None
+                if block is None:
+                    continue
+            else:
+                block, _occ = occupancy_module().best_block_size(
+                    arch, u.registers, static, 0, max_dynamic_smem=opt_in, carveout=carveout,
+                    barriers=u.barriers)
+            site = Site(kf, arch, block, 0, None, u, static, b, k.span,
+                        instance_label(k, values), max_dynamic_smem=opt_in, carveout=carveout,
+                        basis="best")
+        else:
+            continue
         yield _evaluate(site)
+
+
+def arch_kernel(kf: KernelFacts, arch: str) -> tuple[SourceFile, Kernel] | None:
+    """(file, kernel) as the device pass for `arch` sees them (source.for_arch): its bounds,
+    `__maxnreg__` and shared arrays with `__CUDA_ARCH__` decided; None when a conditional
+    drops the kernel on this arch. The kernel itself when its file reads no arch macro."""
+    origin = kf.origin
+    if origin is None or not kf.kernel.is_definition:
+        return origin, kf.kernel
+    from occlint.source import for_arch
+    view = for_arch(origin, arch)
+    if view is origin:
+        return origin, kf.kernel
+    k = kf.kernel
+    same = [x for x in view.kernels if x.qualname == k.qualname and x.params == k.params]
+    return (view, same[0]) if same else None
+
+
+def effective_bounds(k: Kernel, source: LaunchBounds | None, u: Usage | None, arch: str,
+                     global_cap: int | None):
+    from occlint.bounds import effective
+    return effective(k, source, u, arch, global_cap)
 
 
 def literal_int(text: str) -> int | None:
@@ -391,13 +446,17 @@ def owner(site: Site, min_occupancy: float) -> str | None:
     if limiter in ("registers", "warps", "blocks", "barriers") and intent_met(site):
         return None     # the occupancy its __launch_bounds__ / __maxnreg__ asked for
     if limiter == "registers":
-        return "OCC001" if site.usage is not None else None
+        if site.usage is None:
+            return None
+        if site.launch is None and (site.usage.spill_stores or site.usage.spill_loads):
+            return None     # kernel-level: OCC011/OCC012 report this register pressure
+        return "OCC001"
     if limiter == "shared_memory":
         static_decls = [d for d in site.facts.shared if not d.extern and d.size_bytes]
         if site.dynamic_smem == 0 and static_decls and (site.launch is None or site.facts.oversized):
             return "OCC020"
         return "OCC002"
-    return "OCC003"
+    return None if site.basis == "best" else "OCC003"    # no block-size advice at a size nobody chose
 
 
 @dataclass

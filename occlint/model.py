@@ -128,6 +128,9 @@ class Launch:
     arg_spans: tuple[Span, ...] = ()  # grid, block[, smem[, stream]] as written
     function: str | None = None      # the enclosing function
     runtime_block: bool = False      # block size chosen at run time (cudaOccupancyMaxPotentialBlockSize)
+    # when the block size or dynamic shared memory is one of a few values (source.values):
+    # every (block total, dynamic smem bytes) pair the launch may take; () otherwise
+    choices: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Usage:
-    """ptxas's figures for one entry function on one arch."""
+    """ptxas's figures for one entry function on one arch, and the cubin's launch attributes."""
 
     kernel: str                      # demangled qualified name without template args: "ns::k"
     arch: str                        # "sm_90"
@@ -178,6 +181,11 @@ class Usage:
     template_args: tuple[str, ...] = ()   # demangled template arguments: ("256", "float")
     source: str = "ptxas"            # ptxas | cubin | recorded
     unit: str = ""                   # the .cu compiled (the kernel may be defined in a header it includes)
+    # what ptxas decided about launches, from the cubin's per-kernel attributes (None: not known)
+    max_threads: int | None = None   # EIATTR_MAX_THREADS: the effective `__launch_bounds__` max threads
+    max_registers: int | None = None     # EIATTR_MAXREG_COUNT: the register cap honoured (255: none)
+    cluster_dims: tuple[int, int, int] | None = None   # EIATTR_CTA_PER_CLUSTER
+    max_cluster_blocks: int | None = None              # EIATTR_MAX_CLUSTER_RANK
 
 
 @dataclass(frozen=True)

@@ -483,6 +483,52 @@ def launch_bounds_register_cap(arch, max_threads: int, min_blocks: int | None = 
     return registers_for_blocks(c.a, max_threads, blocks)
 
 
+def register_cap(arch, max_threads: int | None = None, min_blocks: int | None = None,
+                 maxnreg: int | None = None, maxrregcount: int | None = None) -> int | None:
+    """The register budget ptxas records for a kernel (the cubin's EIATTR_MAXREG_COUNT), from
+    what the source and flags say: the smallest of 255, `launch_bounds_register_cap(max_threads,
+    min_blocks)`, `__maxnreg__` and `-maxrregcount`. When ptxas ignores the min blocks ("will be
+    ignored": they cannot all be resident) the budget is that of one block, as ptxas 13 does on
+    sm_75, sm_80 and sm_120. Checked against the cubin on several archs by the tests."""
+    caps = [255]
+    if max_threads:
+        cap = launch_bounds_register_cap(arch, max_threads, min_blocks) or \
+            launch_bounds_register_cap(arch, max_threads, 1)
+        if cap is not None:
+            caps.append(cap)
+    caps += [c for c in (maxnreg, maxrregcount) if c]
+    return min(caps)
+
+
+def min_blocks_for_cap(arch, max_threads: int, cap: int) -> int | None:
+    """The `__launch_bounds__(max_threads, B)` min blocks B that gives exactly the register
+    budget `cap` (the smallest such B), or None when no B does: how a cubin's cap from a
+    min-blocks argument the parser could not evaluate is named again."""
+    c = _consts(arch)
+    for blocks in range(1, c.blocks_lim + 1):
+        got = launch_bounds_register_cap(c.a, max_threads, blocks)
+        if got is None or got < cap:
+            return None
+        if got == cap:
+            return blocks
+    return None
+
+
+def best_block_size(arch, regs_per_thread: int, static_smem: int = 0, dynamic_smem: int = 0, *,
+                    max_threads: int | None = None, max_dynamic_smem: int | None = None,
+                    carveout: int | None = None, barriers: int = 1) -> tuple[int, Occupancy]:
+    """(block size, Occupancy) with the best occupancy over the block sizes a kernel may be
+    launched with: multiples of 32 up to `max_threads` (its `__launch_bounds__`, else the
+    arch's 1024), as `cudaOccupancyMaxPotentialBlockSize` searches (the largest size wins a tie)."""
+    best = max_potential_block_size(arch, regs_per_thread, static_smem, dynamic_smem,
+                                    launch_bounds=max_threads, sm_count=1,
+                                    max_dynamic_smem=max_dynamic_smem, carveout=carveout,
+                                    barriers=barriers)
+    size = best.block_size or min(max_threads or 32, 32)
+    return size, compute(arch, size, regs_per_thread, static_smem, dynamic_smem,
+                         max_dynamic_smem=max_dynamic_smem, carveout=carveout, barriers=barriers)
+
+
 # --- cliffs and sweeps --------------------------------------------------------------------------
 
 

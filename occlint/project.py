@@ -20,10 +20,11 @@ class Project:
             self.files.setdefault(sf.path, sf)
 
     @classmethod
-    def read(cls, texts: Mapping[str, str]) -> Project:
-        """Parse each (path, text) once."""
+    def read(cls, texts: Mapping[str, str], views: Mapping | None = None) -> Project:
+        """Parse each (path, text) once; `views`: path -> its preprocessor View (-D/-U/-I)."""
         from occlint.source import parse
-        return cls(parse(text, path) for path, text in texts.items())
+        views = views or {}
+        return cls(parse(text, path, views.get(path)) for path, text in texts.items())
 
     def __iter__(self) -> Iterator[SourceFile]:
         return iter(self.files.values())

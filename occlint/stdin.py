@@ -20,11 +20,10 @@ STDIN = "-"
 
 
 def decode(data: bytes, name: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise OcclintError(f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-                           f"{exc.start})") from None
+    """The buffer as text, decoded as a file is (a byte that is not UTF-8 is one U+FFFD)."""
+    from occlint.files import decode as lossy
+
+    return lossy(data)
 
 
 def _compile(text: str, filename: str, config: Config, result: LintResult):

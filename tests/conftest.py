@@ -106,6 +106,9 @@ CALLS_NVCC = {
     "test_source_cli.py::test_json_records",
     "test_source_cli.py::test_missing_path_is_one_line_and_others_still_listed",
     "test_source_cli.py::test_text_output_and_directory_recursion",
+    "test_hostile_output.py::test_every_format_is_valid_for_any_file_name",
+    "test_options.py::test_inline_config_reaches_kernels_and_doctor",
+    "test_rules_check_cli.py::test_fix_reports_the_fixed_files",
 }
 
 

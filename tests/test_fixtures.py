@@ -8,6 +8,7 @@ The fixture format (DESIGN.md):
     // occlint: --arch sm_86 --min-occupancy 0.6     first line: options for this fixture
                                                      (`--lock FILE`: a lockfile beside it, OCC050)
     // usage: NAME[<args>] regs=N smem=N [spills=S/L] [barriers=B] [arch=sm_XX]
+    //        [maxregs=N] [threads=N]                the cubin's register cap and max threads
     // compile-error: "message"                      own line: nvcc fails at the next code line
     // expect: OCC020 "text"                         at line end, or own line (next code line)
 
@@ -99,7 +100,9 @@ def load(path: Path) -> Fixture:
                 fx.usages.append(Usage(
                     kernel=name, arch=arch, registers=int(rest["regs"]), static_smem=int(rest.get("smem", 0)),
                     barriers=int(rest.get("barriers", 0)), spill_stores=int(stores), spill_loads=int(loads or 0),
-                    template_args=tuple(a.strip() for a in args.split(",")) if args else (), source="recorded"))
+                    template_args=tuple(a.strip() for a in args.split(",")) if args else (), source="recorded",
+                    max_registers=int(rest["maxregs"]) if "maxregs" in rest else None,
+                    max_threads=int(rest["threads"]) if "threads" in rest else None))
             continue
         m = _COMPILE_ERROR.match(line)
         if m:
@@ -164,6 +167,10 @@ def test_fixture_with_nvcc(path, nvcc_path, tmp_path):
     recorded = {(u.kernel, u.arch, u.template_args): (u.registers, u.static_smem, u.spill_stores, u.spill_loads)
                 for u in fx.usages}
     assert recorded == real, "update the fixture's `// usage:` lines to what nvcc reports"
+    cubin = {(u.kernel, u.arch, u.template_args): (u.max_registers, u.max_threads) for u in usage}
+    for u in fx.usages:           # the cubin's figures, where the fixture records them
+        if u.max_registers is not None or u.max_threads is not None:
+            assert (u.max_registers, u.max_threads) == cubin[(u.kernel, u.arch, u.template_args)]
     errors = [e for e in report.errors if e.kind != "warning"]
     findings = lint_source(fx.text, str(path), usage, config, compile_errors=errors)
     _compare(fx, findings)

@@ -163,6 +163,15 @@ def test_latin1_source_is_linted_with_right_positions(tmp_path):
     assert launch["line"] == 8
 
 
+def test_latin1_buffer_on_stdin_is_linted(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "occlint", "check", "--select", "OCC031",
+                           "--output-format", "json", "--stdin-filename", "k.cu", "-"],
+                          cwd=tmp_path, input=LATIN1, capture_output=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = json.loads(proc.stdout)
+    assert (f["location"]["row"], f["location"]["column"]) == (8, 27)
+
+
 def test_latin1_source_is_never_fixed(tmp_path):
     (tmp_path / "k.cu").write_bytes(LATIN1)
     (tmp_path / "ok.cu").write_text(SCALE_100)

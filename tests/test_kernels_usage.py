@@ -85,3 +85,52 @@ def test_kernels_text_names_instantiations_launches_and_missing_occupancy(tmp_pa
     assert all("(1 blocks/SM)" not in line for line in one)
     nocomp = run_cli("kernels", "--no-compile", str(src), cwd=tmp_path).stdout
     assert "no occupancy: not compiled" in nocomp
+
+
+BASES = """\
+__global__ void launched(float* x, int steps) { x[threadIdx.x] *= 2; }
+constexpr int bound() { return BOUND; }
+__global__ void __launch_bounds__(bound()) bounded(float* x, int steps) { x[threadIdx.x] *= 2; }
+__global__ void runtime_only(float* x, int steps) {
+    float acc[40];
+#pragma unroll
+    for (int j = 0; j < 40; ++j) acc[j] = x[j * blockDim.x + threadIdx.x];
+    for (int i = 0; i < steps; ++i) {
+#pragma unroll
+        for (int j = 0; j < 40; ++j) acc[j] = acc[j] * acc[(j + 1) % 40] + x[i];
+    }
+#pragma unroll
+    for (int j = 0; j < 40; ++j) x[j * blockDim.x + threadIdx.x] = acc[j];
+}
+void run(float* x, int threads) {
+    launched<<<100, 128>>>(x, 1);
+    runtime_only<<<100, threads>>>(x, 1);
+}
+"""
+
+
+def test_every_compiled_kernel_has_an_occupancy_with_its_basis(tmp_path, nvcc_path):
+    """launch: a constant launch; launch_bounds: bounds only the cubin knows (a constexpr
+    function the parser does not evaluate); best: the best block size, which the engine
+    confirms is the best."""
+    from occlint import occupancy
+
+    src = tmp_path / "b.cu"
+    src.write_text(BASES)
+    (tmp_path / "occlint.toml").write_text('nvcc-flags = ["-DBOUND=192"]\n')
+    r = run_cli("kernels", "--json", "--arch", "sm_90", "--no-cache", str(src), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    kernels = {x["name"]: x for x in json.loads(r.stdout) if x["kind"] == "kernel"}
+    occ = {name: k["occupancy"]["sm_90"] for name, k in kernels.items()}
+    assert occ["launched"]["basis"] == "launch" and occ["launched"]["block_size"] == 128
+    assert occ["bounded"]["basis"] == "launch_bounds" and occ["bounded"]["block_size"] == 192
+    assert occ["bounded"]["bounds_from"] == "cubin"
+    assert kernels["bounded"]["instantiations"][0]["max_threads"] == 192
+    best = occ["runtime_only"]
+    assert best["basis"] == "best" and best["limiter"] == "registers"
+    regs = kernels["runtime_only"]["usage"]["sm_90"]["registers"]
+    every = [occupancy.compute("sm_90", b, regs).occupancy for b in range(32, 1025, 32)]
+    assert best["occupancy"] == round(max(every), 4) < 1
+    assert occupancy.compute("sm_90", best["block_size"], regs).occupancy == max(every)
+    r = run_cli("kernels", "--arch", "sm_90", "--no-cache", str(src), cwd=tmp_path)
+    assert "best over block sizes" in r.stdout and "at its __launch_bounds__" in r.stdout

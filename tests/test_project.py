@@ -38,9 +38,9 @@ def test_a_run_over_40_files_parses_each_once(tmp_path, monkeypatch):
     calls: list[str] = []
     real = build._extract
 
-    def counting(text, path):
+    def counting(text, path, *view):
         calls.append(path)
-        return real(text, path)
+        return real(text, path, *view)
 
     monkeypatch.setattr(build, "_extract", counting)
     result = lint_paths([str(root)], Config(root=str(root), arch=("sm_90",)), usage={})

@@ -138,6 +138,9 @@ def test_objects_identical_and_sidecars_written(builds):
     assert str((src / "include" / "block.cuh").resolve()) in data["includes"]
     assert str((src / "include" / "block.cuh").resolve()) in load_sidecar_includes(
         build / "CMakeFiles/demo.dir")
+    # the cubin's launch attributes travel through the sidecar: uncapped, no bounds, no cluster
+    assert (scale.max_registers, scale.max_threads, scale.cluster_dims) == (255, None, None)
+    assert block.max_registers == 255
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import pytest
 
 from occlint.config import Config
 from occlint.toolchain import collect_usage
+from occlint.toolchain.cache import FORMAT
 
 HEADER = """\
 #pragma once
@@ -107,7 +108,7 @@ def test_figures_templates_errors_and_cache(project, nvcc_path):
         entry.write_text("{\"format\": 1, \"deps\": [[")
     rebuilt = collect_usage([str(root)], config, jobs=2)
     assert rebuilt.compiled == 4 and rebuilt.usages == changed.usages
-    assert all(json.loads(e.read_text())["format"] == 1 for e in entries)
+    assert all(json.loads(e.read_text())["format"] == FORMAT for e in entries)
 
     # --no-cache compiles and writes nothing new
     nocache = Config(**{**config.__dict__, "no_cache": True, "arch": ("sm_90",)})

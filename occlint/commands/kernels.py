@@ -159,6 +159,12 @@ def format_record(r: dict) -> str:
                      f"{format_size(inst['spill_loads'])} spill loads, "
                      f"{format_size(inst['static_smem'])} static shared memory, "
                      f"{plural(inst['barriers'], 'barrier')}")
+        for arch, o in sorted((r.get("occupancy") or {}).items()):
+            how = {"launch": "at its launch", "launch_bounds": "at its __launch_bounds__",
+                   "best": "best over block sizes"}[o["basis"]]
+            text += (f"\n    {arch} occupancy {o['occupancy']:.1%} at {o['block_size']} "
+                     f"threads/block ({plural(o['active_blocks'], 'block')}/SM, {how}), "
+                     f"limited by {o['limiter'].replace('_', ' ')}")
         return f"{where} {text}"
     if kind == "shared":
         shape = "".join(f"[{_n(d)}]" for d in r["dims"]) or ("[]" if r["extern"] else "")
@@ -204,10 +210,14 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
         rec["instantiations"] = [
             {"arch": u.arch, "template_args": list(u.template_args), "registers": u.registers,
              "spill_stores": u.spill_stores, "spill_loads": u.spill_loads,
-             "static_smem": u.static_smem, "barriers": u.barriers, "mangled": u.mangled}
+             "static_smem": u.static_smem, "barriers": u.barriers, "mangled": u.mangled,
+             "max_threads": u.max_threads, "max_registers": u.max_registers,
+             "cluster_dims": list(u.cluster_dims) if u.cluster_dims else None,
+             "max_cluster_blocks": u.max_cluster_blocks}
             for u in mine]
     launches = {(r["line"], r["column"]): r for r in recs if r["kind"] == "launch"}
     facts = build_facts(sf, usages, config, archs)
+    _kernel_occupancy(kernels, facts)
     for site in facts.sites:
         rec = launches.get((site.launch.span.line, site.launch.span.column)) if site.launch else None
         if rec is None or site.occ is None:
@@ -220,6 +230,34 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
             "limiter_words": occupancy.LIMITER_WORDS.get(limiter, limiter),
             "registers": site.usage.registers if site.usage else None,
             "static_smem": site.static_smem}
+
+
+def _kernel_occupancy(kernels: dict, facts) -> None:
+    """Kernel records gain `occupancy`: arch -> the figure at its launches (the lowest, with
+    several), else at its `__launch_bounds__`, else the best over the block sizes it may be
+    launched with; `basis` says which (launch | launch_bounds | best)."""
+    from occlint.facts import primary_limiter
+
+    worst: dict[tuple, object] = {}
+    for site in facts.sites:
+        k = site.facts.kernel
+        if site.occ is None or k.path != facts.path:
+            continue
+        key = ((k.span.line, k.span.column), site.arch)
+        if key not in worst or site.occ.occupancy < worst[key].occ.occupancy:
+            worst[key] = site
+    for (where, arch), site in sorted(worst.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        rec = kernels.get(where)
+        if rec is None:
+            continue
+        occ = site.occ
+        rec.setdefault("occupancy", {})[arch] = {
+            "occupancy": round(occ.occupancy, 4), "block_size": site.block,
+            "active_blocks": occ.active_blocks,
+            "limiter": primary_limiter(occ, site.usage is not None), "basis": site.basis,
+            "instantiation": site.label,
+            "bounds_from": None if site.bounds is None or not site.bounds.max_threads else
+            ("cubin" if site.bounds_from_cubin else "source")}
 
 
 def _compile(files: list[str], args, config):
@@ -245,6 +283,8 @@ def run(args) -> int:
         where = f"{err.path}:{err.line}" if err.line else err.path
         print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
     all_records = []
+    from occlint.toolchain.flags import source_views
+    views = source_views(files, config)
     for path in files:
         try:
             from occlint.files import read_regular
@@ -252,7 +292,7 @@ def run(args) -> int:
         except OSError as exc:
             errors.append(f"cannot read {path}: {exc.strerror or exc}")
             continue
-        sf = parse(data, path)
+        sf = parse(data, path, views.get(path))
         recs = records(sf)
         if all_usage:
             add_compiler_figures(recs, sf, all_usage, config, archs)

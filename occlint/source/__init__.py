@@ -1,18 +1,21 @@
 """The CUDA source model: kernels, shared memory, launch sites and attribute calls, found with
 tree-sitter queries. Unknown values are None, never guesses.
 
-    parse(text, path="<input>") -> SourceFile        never raises; bytes are decoded as UTF-8
+    parse(text, path="<input>", view=None) -> SourceFile   never raises; bytes decoded as UTF-8;
+                                                       view: the unit's -D/-U/-I (preproc.View)
+    for_arch(sf, arch) -> SourceFile                   the device pass for one arch
     specialize(sf, kernel, values) -> Specialized      template parameters bound (ints; a str
                                                        binds a type parameter: "float")
     launch_template_args(launch) -> tuple              a launch's arguments for `specialize`
 
 Modules: text (decoding, positions), grammar (language, queries), context (one parsed file,
-scopes, locals), consteval (constant evaluation), kernels, shared, indices (thread-derived
-subscripts), launches, macros (launches in macro bodies), specialize, build (parse). Which kernel
-a launch or attribute call names is occlint.link's question.
+scopes, locals), preproc (conditionals per pass), consteval (constant evaluation), kernels,
+shared, indices (thread-derived subscripts), launches, macros (launches in macro bodies), values
+(few-valued expressions), specialize, build (parse). Which kernel a launch or attribute call
+names is occlint.link's question.
 """
 
-from occlint.source.build import parse
+from occlint.source.build import for_arch, parse
 from occlint.source.specialize import Specialized, launch_template_args, specialize
 
-__all__ = ["Specialized", "launch_template_args", "parse", "specialize"]
+__all__ = ["Specialized", "for_arch", "launch_template_args", "parse", "specialize"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 from occlint.model import SourceFile
 from occlint.source.context import Context
@@ -10,6 +11,7 @@ from occlint.source.indices import attach_indices
 from occlint.source.kernels import kernel_nodes
 from occlint.source.launches import LaunchReader
 from occlint.source.macros import macro_launches
+from occlint.source.preproc import View
 from occlint.source.shared import shared_nodes
 from occlint.source.text import decode
 
@@ -27,6 +29,9 @@ class Parsed:
     links: object = None        # occlint.link.FileLinks, built on first use
     _nodes: dict | None = None  # Kernel -> (its kernel node, its shared nodes), for `node_of`
 
+    view: View | None = None
+    arch_views: dict = field(default_factory=dict)     # arch -> SourceFile (for_arch)
+
     def node_of(self, kernel) -> tuple[object, list] | None:
         """(kernel node, shared nodes in its body) for a Kernel of this file, or None."""
         if self._nodes is None:
@@ -40,25 +45,41 @@ class Parsed:
         return self._nodes.get(kernel)
 
 
-def parse(text: str | bytes, path: str = "<input>") -> SourceFile:
-    """Kernels, shared declarations, launches and attribute calls found in `text`."""
-    return parse_full(text, path).sf
+def parse(text: str | bytes, path: str = "<input>", view: View | None = None) -> SourceFile:
+    """Kernels, shared declarations, launches and attribute calls found in `text`. `view`: the
+    unit's flags (-D, -U, -I: preproc.view_from_flags); conditionals that read `__CUDA_ARCH__`
+    stay undecided here (both branches live): `for_arch` decides them per arch."""
+    return parse_full(text, path, view).sf
 
 
-def parse_full(text: str | bytes, path: str = "<input>") -> Parsed:
+def parse_full(text: str | bytes, path: str = "<input>", view: View | None = None) -> Parsed:
     try:
         decoded = decode(text)
     except Exception:
         decoded = ""
     try:
-        parsed = _extract(decoded, path)
+        parsed = _extract(decoded, path, view)
     except Exception:
         # a bug must not take the linter down on one odd file: report nothing for it
         if STRICT:
             raise
-        parsed = Parsed(SourceFile(path=path, text=decoded), None, [], [])
+        parsed = Parsed(SourceFile(path=path, text=decoded), None, [], [], view=view)
         object.__setattr__(parsed.sf, "parsed", parsed)
     return parsed
+
+
+def for_arch(sf: SourceFile, arch: str) -> SourceFile:
+    """`sf` as the device pass for `arch` sees it (`__CUDA_ARCH__`, feature macros): kernels,
+    bounds and shared arrays in branches false for that arch are gone, macros that depend on
+    the arch resolve. `sf` itself when no conditional of it (or its headers) reads the arch."""
+    p = parsed_for(sf)
+    if p.ctx is None or not p.ctx.pp.arch_dependent:
+        return sf
+    got = p.arch_views.get(arch)
+    if got is None:
+        view = dataclasses.replace(p.view or View(), arch=arch, host=False)
+        got = p.arch_views[arch] = parse(sf.text, sf.path, view)
+    return got
 
 
 def parsed_for(sf: SourceFile) -> Parsed:
@@ -69,8 +90,8 @@ def parsed_for(sf: SourceFile) -> Parsed:
     return parse_full(sf.text, sf.path)
 
 
-def _extract(text: str, path: str) -> Parsed:
-    ctx = Context(text, path)
+def _extract(text: str, path: str, view: View | None = None) -> Parsed:
+    ctx = Context(text, path, view=view)
     kns = kernel_nodes(ctx)
     kept = {kn.node.start_byte for kn in kns}
     dropped = {n.start_byte for n in ctx.caps.get("kernel", ()) if n.start_byte not in kept}
@@ -89,7 +110,7 @@ def _extract(text: str, path: str) -> Parsed:
         launches=tuple(launches),
         attributes=tuple(sorted(attributes, key=lambda a: a.span.start)),
     )
-    parsed = Parsed(sf, ctx, kns, sns)
+    parsed = Parsed(sf, ctx, kns, sns, view=view)
     object.__setattr__(sf, "parsed", parsed)      # frozen dataclass: set once, here
     return parsed
 

@@ -8,6 +8,7 @@ from bisect import bisect_right
 from occlint.source import types
 from occlint.source.consteval import Env, Local
 from occlint.source.grammar import captures, file_query, parser
+from occlint.source.preproc import Scan, View, scan
 from occlint.source.text import Text
 
 _SCOPE_TYPES = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier"}
@@ -61,9 +62,10 @@ def declarator_name(node):
 
 class Context:
     def __init__(self, text: str, path: str, *, outer: Context | None = None,
-                 tree=None, data: bytes | None = None):
+                 tree=None, data: bytes | None = None, view: View | None = None):
         """Parse `text`; or, with `outer`, wrap a second tree (`tree` parsed from `data`, same
-        byte offsets) that shares the outer file's macros and constants."""
+        byte offsets) that shares the outer file's macros and constants. `view`: the
+        compilation pass (arch, -D/-U, include folders) the conditionals are evaluated for."""
         self.path = path
         self.tx = Text(text) if outer is None else outer.tx
         self.data = self.tx.parse_data if data is None else data
@@ -79,16 +81,20 @@ class Context:
         self._tnames: dict[int, set[bytes]] = {}
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
+        self.view = view if outer is None else outer.view
         if outer is None:
+            self.pp = scan(self.data, path, view) if b"#" in self.data else Scan()
             self._fill_env()
         else:
+            self.pp = outer.pp
             e, o = self.env, outer.env
             e.macros, e.fmacros, e.globals, e.enums, e.structs = \
                 o.macros, o.fmacros, o.globals, o.enums, o.structs
 
     def dead(self, node) -> bool:
-        """Disabled by `#if 0` (checked only in files that have one)."""
-        return self._maybe_dead and is_dead(node)
+        """In a branch that is false for this view (preproc), or disabled by `#if 0`."""
+        return self.pp.is_dead(node.start_byte, node.end_byte) or \
+            (self._maybe_dead and is_dead(node))
 
     # --- scopes --------------------------------------------------------------------------------
 
@@ -146,6 +152,7 @@ class Context:
             if name is not None and params is not None:
                 names = tuple(p.text for p in params.named_children if p.type == "identifier")
                 env.add_macro(name.text, value.text if value is not None else b"", names)
+        self._add_outside_macros()
         for decl in caps.get("global", ()):
             if qualifiers(decl) & {b"const", b"constexpr"}:
                 for init in decl.children_by_field_name("declarator"):
@@ -168,11 +175,48 @@ class Context:
                 self._add_struct(node)
             for node in caps.get("typedef", ()):
                 self._add_typedef(node)
+        self._add_header_constants()
+
+    def _add_header_constants(self):
+        """`const`/`constexpr` integers, enumerators and struct layouts of the project headers
+        the file includes, for names the file does not define itself (each header parsed once
+        per view, with the same conditionals)."""
+        env = self.env
+        for path in self.pp.headers[:MAX_CONSTANT_HEADERS]:
+            other = header_context(path, self.view)
+            if other is None:
+                continue
+            for name, defs in other.env.globals.items():
+                if name not in env.globals:
+                    env.globals[name] = list(defs)
+            for name, defs in other.env.enums.items():
+                if name not in env.enums:
+                    env.enums[name] = list(defs)
+            for name, layout in other.env.structs.items():
+                env.structs.setdefault(name, layout)
+
+    def _add_outside_macros(self):
+        """Macros the file does not define itself: those of the project headers it includes
+        (live for this view) and the view's -D and predefined ones."""
+        env = self.env
+        for name, bodies in self.pp.macros.items():
+            if name not in env.macros and name not in env.fmacros:
+                for body in bodies:
+                    env.add_macro(name, body)
+        for name, defs in self.pp.fmacros.items():
+            if name not in env.macros and name not in env.fmacros:
+                for params, body in defs:
+                    env.add_macro(name, body, params)
+        for name, value in (self.view.predefined().items() if self.view else ()):
+            if name not in env.macros and name not in env.fmacros:
+                env.add_macro(name, value)
 
     def _add_global(self, decl, init):
         if init.type != "init_declarator":
             return
         name = init.child_by_field_name("declarator")
+        if name is not None and name.type == "array_declarator":    # `const int a[] = {...}`
+            name = name.child_by_field_name("declarator")            # (its elements: source.values)
         if name is None or name.type != "identifier":
             return
         qual = "::".join((*scopes_of(decl), name.text.decode("utf-8", "replace")))
@@ -351,3 +395,36 @@ def _classify_use(node, local: Local) -> None:
                 local.fields.setdefault(field.text, []).append(value)
         elif parent.parent is not None and parent.parent.type == "field_expression":
             local.written = local.whole_written = True    # `v.x.y = ...` and the like
+
+
+MAX_CONSTANT_HEADERS = 64             # headers per file whose constants are read
+MAX_CONSTANT_HEADER_BYTES = 256 << 10  # larger ones (library headers) are not parsed for them
+_HEADER_CONTEXTS: dict[tuple, Context | None] = {}
+_BUILDING: set[tuple] = set()
+
+
+def header_context(path: str, view: View | None) -> Context | None:
+    """A project header parsed on its own for `view` (memoized by path, view and contents);
+    None when unreadable or while it is being parsed (an include cycle)."""
+    from occlint.source.preproc import read_header
+
+    data = read_header(path)
+    if data is None or len(data) > MAX_CONSTANT_HEADER_BYTES:
+        return None
+    key = (path, view, hash(data))
+    if key in _HEADER_CONTEXTS:
+        return _HEADER_CONTEXTS[key]
+    if key in _BUILDING:
+        return None
+    _BUILDING.add(key)
+    try:
+        try:
+            ctx = Context(data.decode("utf-8", "replace"), path, view=view)
+        except Exception:
+            ctx = None
+    finally:
+        _BUILDING.discard(key)
+    if len(_HEADER_CONTEXTS) > 512:
+        _HEADER_CONTEXTS.clear()
+    _HEADER_CONTEXTS[key] = ctx
+    return ctx

@@ -7,6 +7,7 @@ from dataclasses import replace
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
 from occlint.source.context import Context
+from occlint.source.values import config_choices
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
@@ -205,17 +206,21 @@ class LaunchReader:
         b = self.dim3(block, scope)
         if runtime:
             b = Dim3(None, None, None, b.text)
+        dyn = self.smem(smem, scope)
+        choices = config_choices(ctx, block, smem, scope, b.total, dyn) \
+            if not runtime and (b.total is None or dyn is None) else ()
         return Launch(
             callee=name, path=ctx.path, span=tx.node_span(call),
             grid=self.dim3(grid, scope), block=b, kind=kind,
             template_args=tuple(" ".join(tx.node_text(a).split()) for a in targs),
             template_values=self.template_values(targs, scope),
-            dynamic_smem=self.smem(smem, scope),
+            dynamic_smem=dyn,
             dynamic_smem_text=tx.node_text(smem) if smem is not None else "",
             stream_text=tx.node_text(stream) if stream is not None else "",
             config_span=tx.node_span(config) if config is not None else None,
             arg_spans=tuple(tx.node_span(a) for a in args),
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
+            choices=choices,
         )
 
     def chevrons(self) -> list[Launch]:

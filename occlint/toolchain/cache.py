@@ -24,7 +24,7 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.files import read_regular
 
-FORMAT = 1
+FORMAT = 2          # 2: usages carry the cubin's launch attributes
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
 MAX_BYTES = 256 * 1024 * 1024
 

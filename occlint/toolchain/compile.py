@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import struct
 import sys
 import tempfile
 import time
@@ -134,7 +135,7 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
         if code is None:
             msg = f"compiling for {arch} timed out after {timeout:g} s"
             return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
-        usages = parse_usage(out, arch, unit)
+        usages = with_cubin_attributes(parse_usage(out, arch, unit), Path(tmp, "x.cubin"))
         errors = [
             CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
                          e.arch, e.kind, e.kernel, unit)
@@ -161,9 +162,23 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
     return usages, errors, list(dict.fromkeys([os.path.realpath(unit), *deps]))
 
 
+def with_cubin_attributes(usages: list[Usage], cubin: Path) -> list[Usage]:
+    """ptxas's usages, each with its launch attributes from the cubin ptxas wrote (matched by
+    mangled name); unchanged when the cubin is missing or unreadable."""
+    from occlint.toolchain.cubin import CubinError, cubin_records, launch_attributes
+
+    try:
+        records = {r["mangled"]: r for r in cubin_records(cubin.read_bytes())}
+    except (OSError, CubinError, struct.error, ValueError, IndexError):
+        return usages
+    return [replace(u, **launch_attributes(records[u.mangled])) if u.mangled in records else u
+            for u in usages]
+
+
 def _usage_to_json(u: Usage) -> dict:
     d = asdict(u)
     d["template_args"] = list(u.template_args)
+    d["cluster_dims"] = list(u.cluster_dims) if u.cluster_dims else None
     return d
 
 

@@ -4,6 +4,14 @@ cubin ELF. Figures: registers (EIATTR_REGCOUNT, else `.text.<k>` sh_info >> 24),
 the 1 KiB of reserved system shared memory that sm_90+ cubins place in it, marked by a
 `.nv.shared.reserved.*` section), stack frame (EIATTR_FRAME_SIZE). The ELF does not record
 spill stores/loads: those stay 0 and the sidecar lists them under "lacks".
+
+What ptxas decided about the kernel's launch, from `.nv.info.<k>` (ATTRIBUTES):
+  max_threads         EIATTR_MAX_THREADS (x*y*z): `__launch_bounds__`'s first argument; else
+                      EIATTR_REQNTID (an exact block shape); None when neither is set
+  max_registers       EIATTR_MAXREG_COUNT: the register budget ptxas honoured (255 uncapped;
+                      lower under `__launch_bounds__(T, B)`, `__maxnreg__`, `-maxrregcount`)
+  cluster_dims        EIATTR_CTA_PER_CLUSTER: `__cluster_dims__(x, y, z)`, else None
+  max_cluster_blocks  EIATTR_MAX_CLUSTER_RANK: `__launch_bounds__`'s third argument, else None
 """
 
 from __future__ import annotations
@@ -17,7 +25,12 @@ FATBIN_MAGIC = 0xBA55ED50
 KIND_ELF = 2
 FLAG_COMPRESSED_LZ4 = 0x2000
 FLAG_COMPRESSED_ZSTD = 0x8000
+EIATTR_MAX_THREADS = 0x05
+EIATTR_REQNTID = 0x10
 EIATTR_FRAME_SIZE = 0x11
+EIATTR_MAXREG_COUNT = 0x1B
+EIATTR_CTA_PER_CLUSTER = 0x3D
+EIATTR_MAX_CLUSTER_RANK = 0x3F
 EIATTR_MAX_STACK_SIZE = 0x23
 EIATTR_REGCOUNT = 0x2F
 EIATTR_NUM_BARRIERS = 0x4C
@@ -171,15 +184,41 @@ def usage_from_record(record: dict, unit: str = ""):
     from occlint.toolchain.demangle import split_name
 
     name, args = split_name(record["mangled"])
+    attrs = launch_attributes(record)
     return Usage(kernel=name, template_args=args, source="cubin", unit=unit,
-                 **{k: record[k] for k in FIGURES}, arch=record["arch"], mangled=record["mangled"])
+                 **{k: record[k] for k in FIGURES}, **attrs, arch=record["arch"],
+                 mangled=record["mangled"])
 
 
 FIGURES = ("registers", "static_smem", "barriers", "stack_frame")
+ATTRIBUTES = ("max_threads", "max_registers", "cluster_dims", "max_cluster_blocks")
+
+
+def launch_attributes(record: dict) -> dict:
+    """The ATTRIBUTES of a record (cubin, sidecar or cache entry), checked: missing or odd
+    values are None (an older sidecar has none of them)."""
+    out = {}
+    for key in ATTRIBUTES:
+        v = record.get(key)
+        if key == "cluster_dims":
+            ok = isinstance(v, (list, tuple)) and len(v) == 3 and \
+                all(type(x) is int and x > 0 for x in v)
+            out[key] = tuple(v) if ok else None
+        else:
+            out[key] = v if type(v) is int and v > 0 else None
+    return out
+
+
+def _dims(payload: bytes) -> tuple[int, int, int] | None:
+    if len(payload) < 12:
+        return None
+    dims = struct.unpack_from("<III", payload)
+    return dims if all(dims) else None
 
 
 def cubin_records(cubin: bytes, arch: str | None = None) -> list[dict]:
-    """{mangled, arch, registers, static_smem, barriers, stack_frame} per entry function."""
+    """{mangled, arch, registers, static_smem, barriers, stack_frame, max_threads, max_registers,
+    cluster_dims, max_cluster_blocks} per entry function (absent attributes are None)."""
     secs = sections(cubin)
     arch = arch or cubin_arch(cubin)
     syms = _symbols(cubin, secs)
@@ -215,14 +254,28 @@ def cubin_records(cubin: bytes, arch: str | None = None) -> list[dict]:
             continue
         regs = regcount.get(mangled, text.info >> 24)
         barriers = 0
+        launch: dict = {}
         for attr, payload in _attributes(cubin, sec):
             if attr == EIATTR_NUM_BARRIERS and len(payload) >= 2:
                 barriers = struct.unpack_from("<H", payload)[0]
+            elif attr in (EIATTR_MAX_THREADS, EIATTR_REQNTID):
+                dims = _dims(payload)
+                if dims and (attr == EIATTR_MAX_THREADS or "max_threads" not in launch):
+                    launch["max_threads"] = dims[0] * dims[1] * dims[2]
+            elif attr == EIATTR_MAXREG_COUNT and len(payload) >= 2:
+                launch["max_registers"] = struct.unpack_from("<H", payload)[0]
+            elif attr == EIATTR_CTA_PER_CLUSTER:
+                dims = _dims(payload)
+                if dims:
+                    launch["cluster_dims"] = list(dims)
+            elif attr == EIATTR_MAX_CLUSTER_RANK and len(payload) >= 4:
+                launch["max_cluster_blocks"] = struct.unpack_from("<I", payload)[0]
         shared = by_name.get(f".nv.shared.{mangled}")
         smem = shared.size if shared else 0
         if reserved and smem >= RESERVED_SMEM:
             smem -= RESERVED_SMEM
         out.append({"mangled": mangled, "arch": arch, "registers": regs, "static_smem": smem,
                     "barriers": barriers,
-                    "stack_frame": frame.get(mangled, max_stack.get(mangled, 0))})
+                    "stack_frame": frame.get(mangled, max_stack.get(mangled, 0)),
+                    **{k: launch.get(k) for k in ATTRIBUTES}})
     return out

@@ -257,3 +257,24 @@ def normalize_arch(arch: str) -> str:
     if not m:
         raise OcclintError(f"unknown arch `{arch}` (expected e.g. sm_90)")
     return f"sm_{m.group(1)}"
+
+
+def source_views(paths: Iterable[str], config: Config) -> dict:
+    """path -> the preprocessor View its source is parsed with (source.preproc): a unit's own
+    -D/-U/-I (its compile command, else the configured flags, as occlint compiles it); a
+    header's from the configured flags, not complete (the units that include it may add more)."""
+    from occlint.discover import is_header
+    from occlint.source.preproc import view_from_flags
+
+    try:
+        index = index_entries(load_compile_commands(find_compile_commands(config)))
+    except OcclintError:
+        index = {}
+    out = {}
+    for path in paths:
+        if is_header(path):
+            out[path] = view_from_flags(config_flags(config), config.root, complete=False)
+        else:
+            flags, cwd = flags_for(path, config, index)
+            out[path] = view_from_flags(flags, cwd)
+    return out

@@ -1,0 +1,511 @@
+"""The preprocessor's conditionals for one compilation pass: which branches are dead, which
+macros are defined.
+
+A `View` is one pass: the host pass (`arch` None: `__CUDA_ARCH__` undefined) or the device pass
+for an arch (`__CUDA_ARCH__` = 900 for sm_90, and for `sm_90a`-style targets the feature macros
+nvcc 13 sets: `__CUDA_ARCH_FEAT_SM90_ALL`, `__CUDA_ARCH_SPECIFIC__`,
+`__CUDA_ARCH_FAMILY_SPECIFIC__`; `sm_100f` only the family one), with the unit's own `-D`/`-U`.
+
+`scan(data, path, view)` walks `#if/#ifdef/#ifndef/#elif/#else/#endif`, `#define`, `#undef` and
+`#include "..."` (project headers: found beside the including file or in the view's include
+folders, read once each) in order, as the compiler does, and returns the byte ranges of the
+file's branches that are false for this pass, with the macros defined by live lines of the file
+and the headers it includes. A condition that names something occlint cannot know (a reserved
+`__NAME` it does not set, a function-like macro, a macro a branch of unknown truth defines) is
+unknown: both of its branches stay live, as before. When the unit's flags are known
+(`View.complete`), a plain name defined nowhere occlint looked (the flags, the file, its project
+headers) is undefined, as in C; otherwise it is unknown too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+MAX_INCLUDE_DEPTH = 24
+MAX_HEADER_BYTES = 4 << 20
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*([a-z_]+)\b(.*)$")
+_BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
+_LINE_COMMENT = re.compile(rb"//.*$")
+_INCLUDE = re.compile(rb'^\s*"([^"]+)"|^\s*<([^>]+)>')
+_NAME = re.compile(rb"[A-Za-z_]\w*")
+_TOKEN = re.compile(rb"\s*(?:(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)[uUlL]*|([A-Za-z_]\w*)|"
+                    rb"(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&|^!~?:()]))")
+UNKNOWN = object()          # a macro whose definition depends on a branch of unknown truth
+
+
+@dataclass(frozen=True)
+class View:
+    """One compilation pass of one unit."""
+
+    arch: str | None = None                      # the device pass for this arch
+    host: bool = False                           # the host pass (`__CUDA_ARCH__` undefined)
+    defines: tuple[str, ...] = ()                # -D: "NAME" or "NAME=VALUE", in order
+    undefines: tuple[str, ...] = ()              # -U NAME
+    include_dirs: tuple[str, ...] = ()           # -I folders, absolute
+    complete: bool = False                       # the unit's flags are known (a compile command
+                                                 # or the config): a name defined nowhere is undefined
+
+    def predefined(self) -> dict[bytes, bytes]:
+        """Macros in force before the first line of the file."""
+        out = {b"__CUDACC__": b"1", b"__NVCC__": b"1", b"__cplusplus": b"201703L"}
+        if self.arch:
+            m = re.fullmatch(r"(?:sm|compute)_(\d+)([af]?)", self.arch)
+            if m:
+                number, suffix = int(m.group(1)), m.group(2)
+                value = str(number * 10).encode()
+                out[b"__CUDA_ARCH__"] = value
+                if suffix == "a":
+                    out[f"__CUDA_ARCH_FEAT_SM{number}_ALL".encode()] = b"1"
+                    out[b"__CUDA_ARCH_SPECIFIC__"] = value
+                if suffix in ("a", "f"):
+                    out[b"__CUDA_ARCH_FAMILY_SPECIFIC__"] = value
+        for d in self.defines:
+            name, _, value = d.partition("=")
+            out[name.strip().encode()] = value.encode() if "=" in d else b"1"
+        for u in self.undefines:
+            out.pop(u.strip().encode(), None)
+        return out
+
+    def known_undefined(self) -> set[bytes]:
+        """Names this pass leaves undefined on purpose (`-U`, `__CUDA_ARCH__` on the host)."""
+        out = {u.strip().encode() for u in self.undefines}
+        if self.host:
+            out |= {b"__CUDA_ARCH__", b"__CUDA_ARCH_SPECIFIC__", b"__CUDA_ARCH_FAMILY_SPECIFIC__"}
+        elif self.arch:
+            out |= {b"__CUDA_ARCH_SPECIFIC__", b"__CUDA_ARCH_FAMILY_SPECIFIC__"} - \
+                set(self.predefined())
+        return out
+
+
+@dataclass
+class Scan:
+    dead: list[tuple[int, int]] = field(default_factory=list)    # byte ranges of the file
+    macros: dict[bytes, list[bytes]] = field(default_factory=dict)   # live object-like definitions
+    fmacros: dict[bytes, list[tuple[tuple[bytes, ...], bytes]]] = field(default_factory=dict)
+    headers: list[str] = field(default_factory=list)            # project headers read
+    arch_dependent: bool = False     # a condition reads __CUDA_ARCH__ or a feature macro
+    evaluated: int = 0           # conditions decided (true or false)
+    unknown: int = 0             # conditions left unknown
+
+    def is_dead(self, start: int, end: int | None = None) -> bool:
+        """Is the byte range [start, end) inside a dead branch?"""
+        i = bisect_right(self.dead, (start, float("inf"))) - 1
+        return i >= 0 and self.dead[i][0] <= start and (end or start) <= self.dead[i][1]
+
+
+def _lines(data: bytes):
+    """(start, end, logical line) with backslash continuations joined."""
+    pos, n = 0, len(data)
+    while pos < n:
+        end = data.find(b"\n", pos)
+        end = n if end < 0 else end
+        line = data[pos:end]
+        start = pos
+        while line.endswith(b"\\") or line.endswith(b"\\\r"):
+            nxt = data.find(b"\n", end + 1)
+            nxt = n if nxt < 0 else nxt
+            line = line.rstrip(b"\r")[:-1] + b" " + data[end + 1:nxt]
+            end = nxt
+            if end >= n:
+                break
+        yield start, end, line
+        pos = end + 1
+
+
+class _State:
+    def __init__(self, view: View, reader):
+        self.view = view
+        self.read = reader
+        self.table: dict[bytes, object] = dict(view.predefined())   # name -> body | (params, body) | UNKNOWN
+        self.undefined = view.known_undefined()
+        self.seen_headers: set[str] = set()
+        self.once: set[str] = set()
+        self.out = Scan()
+
+    # --- the walk -----------------------------------------------------------------------------
+
+    def walk(self, data: bytes, path: str, depth: int, record: bool) -> None:
+        stack: list[list] = []      # [parent_live, branch_live, any_taken, start_of_dead]
+        live: object = True         # True | False | None (unknown)
+        for start, end, line in _lines(data):
+            m = _DIRECTIVE.match(line) if b"#" in line[:64] else None
+            if m is None:
+                continue
+            word, rest = m.group(1), _strip_comments(m.group(2))
+            if word in (b"if", b"ifdef", b"ifndef"):
+                if live is False:
+                    cond = False
+                elif word == b"if":
+                    cond = self.condition(rest)
+                else:
+                    name = _NAME.match(rest.strip())
+                    cond = self.is_defined(name.group(0)) if name else None
+                    if word == b"ifndef" and cond is not None:
+                        cond = not cond
+                if live is not False:
+                    self._count(cond)
+                branch = _and(live, cond)
+                stack.append([live, branch, cond, end + 1 if branch is False else None])
+                live = branch
+            elif word in (b"elif", b"elifdef", b"elifndef", b"else") and stack:
+                frame = stack[-1]
+                parent, _branch, taken, dead_from = frame
+                if dead_from is not None and record:
+                    self.out.dead.append((dead_from, start))
+                if word == b"else":
+                    cond = None if taken is None else not taken
+                elif taken is True or parent is False:
+                    cond = False
+                else:
+                    if word == b"elif":
+                        c = self.condition(rest)
+                    else:
+                        name = _NAME.match(rest.strip())
+                        c = self.is_defined(name.group(0)) if name else None
+                        if word == b"elifndef" and c is not None:
+                            c = not c
+                    self._count(c)
+                    cond = c if taken is False else (None if c is not False else False)
+                branch = _and(parent, cond)
+                frame[1] = branch
+                frame[2] = True if taken is True or cond is True else \
+                    (None if taken is None or cond is None else False)
+                frame[3] = end + 1 if branch is False else None
+                live = branch
+            elif word == b"endif" and stack:
+                parent, _branch, _taken, dead_from = stack.pop()
+                if dead_from is not None and record:
+                    self.out.dead.append((dead_from, start))
+                live = parent
+            elif live is False:
+                continue
+            elif word == b"define":
+                self.define(rest, live, record)
+            elif word == b"undef":
+                name = _NAME.match(rest.strip())
+                if name:
+                    self.table[name.group(0)] = None if live is True else UNKNOWN
+            elif word == b"include" and depth < MAX_INCLUDE_DEPTH:
+                self.include(rest, path, depth)
+            elif word == b"pragma" and rest.strip() == b"once":
+                self.once.add(path)
+        for _parent, _branch, _taken, dead_from in stack:     # unterminated: dead to the end
+            if dead_from is not None and record:
+                self.out.dead.append((dead_from, len(data)))
+
+    def _count(self, cond) -> None:
+        if cond is None:
+            self.out.unknown += 1
+        else:
+            self.out.evaluated += 1
+
+    def define(self, rest: bytes, live, record: bool) -> None:
+        m = re.match(rb"\s*([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", rest, re.S)
+        if not m:
+            return
+        name, body = m.group(1), m.group(4).strip()
+        if live is not True:
+            self.table[name] = UNKNOWN
+        elif m.group(2) is not None:
+            params = tuple(p.strip() for p in m.group(3).split(b",") if p.strip())
+            self.table[name] = (params, body)
+        else:
+            self.table[name] = body
+        if m.group(2) is not None:
+            params = tuple(p.strip() for p in m.group(3).split(b",") if p.strip())
+            defs = self.out.fmacros.setdefault(name, [])
+            if (params, body) not in defs:
+                defs.append((params, body))
+        else:
+            bodies = self.out.macros.setdefault(name, [])
+            if body not in bodies:
+                bodies.append(body)
+
+    def include(self, rest: bytes, path: str, depth: int) -> None:
+        m = _INCLUDE.match(rest)
+        if not m:
+            return
+        name = (m.group(1) or m.group(2)).decode("utf-8", "replace")
+        folders = ([os.path.dirname(os.path.abspath(path))] if m.group(1) else []) + \
+            list(self.view.include_dirs)
+        for folder in folders:
+            full = os.path.normpath(os.path.join(folder, name))
+            if full in self.once:
+                return
+            data = self.read(full)
+            if data is None:
+                continue
+            if full not in self.seen_headers:
+                self.seen_headers.add(full)
+                self.out.headers.append(full)
+            self.walk(data, full, depth + 1, record=False)
+            return
+
+    # --- conditions ---------------------------------------------------------------------------
+
+    def is_defined(self, name: bytes):
+        if name in self.table:
+            v = self.table[name]
+            return None if v is UNKNOWN else v is not None
+        if self.undefined_name(name):
+            return False
+        return None
+
+    def undefined_name(self, name: bytes) -> bool:
+        """Known to be undefined (it is not in the table)."""
+        if name.startswith(b"__CUDA_ARCH"):
+            self.out.arch_dependent = True
+            if self.view.arch or self.view.host:
+                return True          # nvcc sets every arch macro it means to set
+        return name in self.undefined or (self.view.complete and not _reserved(name))
+
+    def condition(self, text: bytes):
+        """True, False or None (unknown) for an `#if` expression."""
+        try:
+            tokens = self.expand(_tokens(text), set())
+            if tokens is None:
+                return None
+            value, rest = _Expr(tokens).parse()
+        except (ValueError, IndexError, ZeroDivisionError, RecursionError):
+            return None
+        if value is None or rest:
+            return None
+        return bool(value)
+
+    def expand(self, tokens: list, active: set):
+        out = []
+        i = 0
+        while i < len(tokens):
+            kind, tok = tokens[i]
+            if kind == "name" and tok == b"defined":
+                paren = i + 1 < len(tokens) and tokens[i + 1] == ("op", b"(")
+                j = i + 2 if paren else i + 1
+                if j >= len(tokens) or tokens[j][0] != "name":
+                    return None
+                d = self.is_defined(tokens[j][1])
+                out.append(("num", None if d is None else int(d)))
+                i = j + (2 if paren else 1)
+                continue
+            if kind == "name":
+                if tok.startswith(b"__CUDA_ARCH"):
+                    self.out.arch_dependent = True
+                v = self.table.get(tok, None) if tok in self.table else None
+                if tok in self.table and v is UNKNOWN:
+                    return None
+                if isinstance(v, tuple):
+                    return None                 # function-like macros: not expanded here
+                if isinstance(v, bytes) and tok not in active:
+                    inner = self.expand(_tokens(v), active | {tok})
+                    if inner is None:
+                        return None
+                    out += inner if inner else [("num", 0)]
+                elif tok in (b"true", b"false") or tok in self.table or self.undefined_name(tok):
+                    out.append(("num", 0))      # undefined (or `true`/`false` below)
+                    if tok == b"true":
+                        out[-1] = ("num", 1)
+                else:
+                    return None                 # a reserved name occlint does not set
+                i += 1
+                continue
+            out.append((kind, tok))
+            i += 1
+        return out
+
+
+def _reserved(name: bytes) -> bool:
+    """`__x` or `_X`: the compiler's or the library's, not the project's."""
+    return name.startswith(b"__") or (len(name) > 1 and name[:1] == b"_" and name[1:2].isupper())
+
+
+def _and(a, b):
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def _strip_comments(text: bytes) -> bytes:
+    return _LINE_COMMENT.sub(b"", _BLOCK_COMMENT.sub(b" ", text))
+
+
+def _tokens(text: bytes) -> list:
+    out, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise ValueError(text[pos:pos + 10])
+        if m.group(1):
+            lit = m.group(1).lower()
+            base = 16 if lit[:2] == b"0x" else 2 if lit[:2] == b"0b" else \
+                8 if len(lit) > 1 and lit[:1] == b"0" else 10
+            out.append(("num", int(lit[2:] if base in (2, 16) else lit, base)))
+        elif m.group(2):
+            out.append(("name", m.group(2)))
+        else:
+            out.append(("op", m.group(3)))
+        pos = m.end()
+        while pos < len(text) and text[pos:pos + 1].isspace():
+            pos += 1
+    return out
+
+
+_BINARY = [
+    (b"||",), (b"&&",), (b"|",), (b"^",), (b"&",), (b"==", b"!="), (b"<", b">", b"<=", b">="),
+    (b"<<", b">>"), (b"+", b"-"), (b"*", b"/", b"%"),
+]
+
+
+class _Expr:
+    """Precedence climbing over preprocessor tokens; None (unknown) propagates, except where
+    `&&`/`||`/`?:` make an operand irrelevant."""
+
+    def __init__(self, tokens):
+        self.t = tokens
+        self.i = 0
+
+    def parse(self):
+        v = self.ternary()
+        return v, self.t[self.i:]
+
+    def peek(self):
+        return self.t[self.i] if self.i < len(self.t) else (None, None)
+
+    def ternary(self):
+        c = self.binary(0)
+        if self.peek() == ("op", b"?"):
+            self.i += 1
+            a = self.ternary()
+            if self.peek() != ("op", b":"):
+                raise ValueError("?:")
+            self.i += 1
+            b = self.ternary()
+            if c is None:
+                return a if a == b else None
+            return a if c else b
+        return c
+
+    def binary(self, level):
+        if level == len(_BINARY):
+            return self.unary()
+        left = self.binary(level + 1)
+        while True:
+            kind, op = self.peek()
+            if kind != "op" or op not in _BINARY[level]:
+                return left
+            self.i += 1
+            right = self.binary(level + 1)
+            left = _apply(op, left, right)
+
+    def unary(self):
+        kind, tok = self.peek()
+        if kind == "op" and tok in (b"!", b"-", b"+", b"~"):
+            self.i += 1
+            v = self.unary()
+            if v is None:
+                return None
+            return {b"!": int(not v), b"-": -v, b"+": v, b"~": ~v}[tok]
+        if kind == "op" and tok == b"(":
+            self.i += 1
+            v = self.ternary()
+            if self.peek() != ("op", b")"):
+                raise ValueError(")")
+            self.i += 1
+            return v
+        if kind == "num":
+            self.i += 1
+            return tok
+        raise ValueError(tok)
+
+
+def _apply(op, a, b):
+    if op == b"&&":
+        if a == 0 or b == 0:
+            return 0 if (a is not None and a == 0) or (b is not None and b == 0) else None
+        return None if a is None or b is None else 1
+    if op == b"||":
+        if (a is not None and a != 0) or (b is not None and b != 0):
+            return 1
+        return None if a is None or b is None else 0
+    if a is None or b is None:
+        return None
+    if op in (b"/", b"%") and b == 0:
+        return None
+    return {
+        b"|": lambda: a | b, b"^": lambda: a ^ b, b"&": lambda: a & b,
+        b"==": lambda: int(a == b), b"!=": lambda: int(a != b), b"<": lambda: int(a < b),
+        b">": lambda: int(a > b), b"<=": lambda: int(a <= b), b">=": lambda: int(a >= b),
+        b"<<": lambda: a << b if 0 <= b < 64 else None, b">>": lambda: a >> b if 0 <= b < 64 else None,
+        b"+": lambda: a + b, b"-": lambda: a - b, b"*": lambda: a * b,
+        b"/": lambda: int(a / b) if (a < 0) != (b < 0) else a // b,
+        b"%": lambda: a - b * (int(a / b) if (a < 0) != (b < 0) else a // b),
+    }[op]()
+
+
+_HEADERS: dict[str, tuple[float, bytes | None]] = {}
+
+
+def read_header(path: str) -> bytes | None:
+    """A project header's bytes (memoized by modification time); None when it is not a
+    readable regular file of reasonable size."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not os.path.isfile(path) or st.st_size > MAX_HEADER_BYTES:
+        return None
+    hit = _HEADERS.get(path)
+    if hit is not None and hit[0] == st.st_mtime:
+        return hit[1]
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        data = None
+    if len(_HEADERS) > 4096:
+        _HEADERS.clear()
+    _HEADERS[path] = (st.st_mtime, data)
+    return data
+
+
+def scan(data: bytes, path: str, view: View | None = None, reader=read_header) -> Scan:
+    """Dead branches of `data` and the macros live for `view` (the host pass by default)."""
+    state = _State(view or View(), reader)
+    state.walk(data, path, 0, record=True)
+    state.out.dead.sort()
+    return state.out
+
+
+def mentions_arch(data: bytes) -> bool:
+    """Could this text's conditionals differ between archs (cheap pre-check)?"""
+    return b"__CUDA_ARCH" in data
+
+
+def view_from_flags(flags, cwd: str = ".", arch: str | None = None, *, host: bool = False,
+                    complete: bool = True) -> View:
+    """The View of a unit compiled with these nvcc flags (-D, -U, -I in their spellings)."""
+    defines, undefines, includes = [], [], []
+    flags = list(flags)
+    i = 0
+    while i < len(flags):
+        f = flags[i]
+        for opt, dest in (("-D", defines), ("-U", undefines), ("-I", includes),
+                          ("--define-macro", defines), ("--undefine-macro", undefines),
+                          ("--include-path", includes), ("-isystem", None)):
+            if f == opt and i + 1 < len(flags):
+                if dest is not None:
+                    dest.append(flags[i + 1])
+                i += 1
+                break
+            if f.startswith(opt + "=") or (f.startswith(opt) and len(opt) == 2 and len(f) > 2):
+                if dest is not None:
+                    dest.append(f[len(opt) + 1:] if f.startswith(opt + "=") else f[len(opt):])
+                break
+        i += 1
+    return View(arch=arch, host=host, defines=tuple(defines), undefines=tuple(undefines),
+                include_dirs=tuple(os.path.normpath(os.path.join(cwd, d)) for d in includes),
+                complete=complete)

@@ -1,0 +1,206 @@
+"""Expressions that take one of a few known values.
+
+A launch's block size or dynamic shared memory that is not one constant may still be one of a
+few: an element of a constant array (benchmark harnesses walk `int sizes[] = {32, ..., 1024}`
+in a loop), either side of a ternary of constants, or a function parameter whose every call in
+the file passes such a value (followed through up to MAX_DEPTH calls). `few_values` returns the
+sorted distinct values, or None when any path is unknown or there are more than MAX_VALUES.
+"""
+
+from __future__ import annotations
+
+from occlint.source.context import Context, declarator_name, word_starts
+
+MAX_VALUES = 16
+MAX_DEPTH = 4
+
+
+def few_values(ctx: Context, node, scope: int | None, depth: int = 0,
+               bind: dict | None = None) -> tuple[int, ...] | None:
+    """The values `node` may take; `bind`: names fixed to one value (the block size's)."""
+    if node is None or depth > MAX_DEPTH:
+        return None
+    try:
+        found = _values(ctx, node, scope, depth, bind or {})
+    except RecursionError:          # absurdly nested source: unknown
+        return None
+    if found is None or not found or len(found) > MAX_VALUES:
+        return None
+    return tuple(sorted(found))
+
+
+def _values(ctx: Context, node, scope, depth, bind) -> set[int] | None:
+    if node.type == "identifier" and node.text in bind:
+        return {bind[node.text]}
+    v = ctx.env.value(node, scope)
+    if v is not None:
+        return {v}
+    t = node.type
+    if t == "parenthesized_expression" and node.named_child_count == 1:
+        return _values(ctx, node.named_children[0], scope, depth, bind)
+    if t == "conditional_expression":
+        a = _values(ctx, node.child_by_field_name("consequence"), scope, depth, bind)
+        b = _values(ctx, node.child_by_field_name("alternative"), scope, depth, bind)
+        return None if a is None or b is None else a | b
+    if t == "subscript_expression":
+        return _array(ctx, node.child_by_field_name("argument"), scope)
+    if t == "binary_expression":
+        op = node.child_by_field_name("operator")
+        a = _values(ctx, node.child_by_field_name("left"), scope, depth, bind)
+        b = _values(ctx, node.child_by_field_name("right"), scope, depth, bind)
+        if a is None or b is None or op is None or len(a) * len(b) > MAX_VALUES:
+            return None
+        out = set()
+        for x in a:
+            for y in b:
+                r = _binary(op.text, x, y)
+                if r is None:
+                    return None
+                out.add(r)
+        return out
+    if t == "identifier" and scope is not None:
+        local = ctx.local(scope, node.text)
+        if local is None or not local.decls or local.written:
+            return None
+        if len(local.decls) == 1 and local.decls[0][1].type in (
+                "parameter_declaration", "optional_parameter_declaration"):
+            return _parameter(ctx, local.decls[0][1], scope, depth)
+        out: set[int] = set()
+        for _type, decl in local.decls:       # `int b = sizes[j];` in two loops: either
+            value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+            if value is not None and value.type in ("initializer_list", "argument_list") \
+                    and value.named_child_count == 1:
+                value = value.named_children[0]
+            got = _values(ctx, value, scope, depth, bind) if value is not None else None
+            if got is None:
+                return None
+            out |= got
+        return out
+    return None
+
+
+def _binary(op: bytes, a: int, b: int) -> int | None:
+    if op in (b"/", b"%") and b == 0:
+        return None
+    f = {b"+": a + b, b"-": a - b, b"*": a * b, b"<<": a << b if 0 <= b < 64 else None,
+         b">>": a >> b if 0 <= b < 64 else None}
+    if op in f:
+        return f[op]
+    if op == b"/":
+        return abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+    if op == b"%":
+        return a - b * (abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1))
+    return None
+
+
+def _array(ctx: Context, node, scope) -> set[int] | None:
+    """The elements of a constant array named by `node` (a local or a file-scope array)."""
+    if node is None or node.type != "identifier":
+        return None
+    init = None
+    local = ctx.local(scope, node.text) if scope is not None else None
+    if local is not None:
+        if len(local.decls) != 1 or local.whole_written:
+            return None
+        decl = local.decls[0][1]
+        if decl.type == "declaration":      # `int a[] = {...}`: the declarator is an array's
+            decl = next((d for d in decl.children_by_field_name("declarator")
+                         if d.type == "init_declarator" and
+                         getattr(declarator_name(d), "text", None) == node.text), decl)
+        if decl.type == "init_declarator":
+            init = decl.child_by_field_name("value")
+    else:
+        defs = ctx.env.globals.get(node.text, [])
+        if len(defs) == 1:
+            init = defs[0][1]
+    if init is None or init.type != "initializer_list":
+        return None
+    out = set()
+    for item in init.named_children:
+        if item.type == "comment":
+            continue
+        v = ctx.env.value(item, scope)
+        if v is None:
+            return None
+        out.add(v)
+    return out or None
+
+
+def _parameter(ctx: Context, decl, scope, depth) -> set[int] | None:
+    """Union over every call of the enclosing function in this file of the argument passed
+    for this parameter; None when the function has no call here or one passes an unknown."""
+    fn = ctx.function_at(scope)
+    if fn is None or depth >= MAX_DEPTH:
+        return None
+    fdecl = fn.child_by_field_name("declarator")
+    while fdecl is not None and fdecl.type != "function_declarator":
+        fdecl = fdecl.child_by_field_name("declarator")
+    params = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+    if params is None:
+        return None
+    plist = [p for p in params.named_children if p.type != "comment"]
+    if decl not in plist:
+        return None
+    index = plist.index(decl)
+    name = declarator_name(fdecl.child_by_field_name("declarator"))
+    if name is None:
+        return None
+    out: set[int] = set()
+    calls = 0
+    for call in _calls(ctx, name.text):
+        args = [a for a in call.child_by_field_name("arguments").named_children
+                if a.type != "comment"]
+        if len(args) != len(plist):
+            return None         # a default argument or an overload: not followed
+        got = _values(ctx, args[index], ctx.scope_of(call.start_byte), depth + 1, {})
+        if got is None:
+            return None
+        out |= got
+        calls += 1
+    return out if calls else None
+
+
+def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
+                   dynamic_smem: int | None) -> tuple[tuple[int, int], ...]:
+    """(block size, dynamic shared memory) pairs a launch may take when either is one of a few
+    values; () when one is unknown or both are single constants. A dynamic size computed from
+    the block size's variable is evaluated with it bound, pair by pair (`block_size *
+    sizeof(float)` follows `block_size`)."""
+    blocks = (block_total,) if block_total is not None else few_values(ctx, block, scope)
+    if not blocks:
+        return ()
+    driver = block.text if block_total is None and block is not None and \
+        block.type == "identifier" else None
+    out: list[tuple[int, int]] = []
+    for b in blocks:
+        if dynamic_smem is not None:
+            smems: tuple[int, ...] | None = (dynamic_smem,)
+        elif smem is None:
+            smems = (0,)
+        else:
+            smems = few_values(ctx, smem, scope, bind={driver: b} if driver else None)
+        if smems is None:
+            return ()
+        out += [(b, d) for d in smems]
+    out = list(dict.fromkeys(out))
+    return tuple(out) if 1 < len(out) <= 2 * MAX_VALUES else ()
+
+
+def _calls(ctx: Context, name: bytes) -> list:
+    """The live calls of function `name` in the file (memoized on the context)."""
+    memo = ctx.__dict__.setdefault("_calls_memo", {})
+    if name in memo:
+        return memo[name]
+    out = []
+    for start in word_starts(ctx.data, name, 0, len(ctx.data)):
+        ident = ctx.tree.root_node.descendant_for_byte_range(start, start + len(name))
+        call = ident.parent if ident is not None else None
+        if call is not None and call.type in ("qualified_identifier", "template_function"):
+            call = call.parent
+        if call is None or call.type != "call_expression" or ctx.dead(call):
+            continue
+        fnode = call.child_by_field_name("function")
+        if fnode is not None and fnode.start_byte <= start < fnode.end_byte:
+            out.append(call)
+    memo[name] = out
+    return out

@@ -1,0 +1,157 @@
+"""Conditionals per compilation pass (source.preproc), checked against real nvcc: the kernels
+and launch bounds each arch's device pass keeps are those the cubin holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from occlint import occupancy
+from occlint.config import Config
+from occlint.engine import lint_paths
+from occlint.source import for_arch, parse
+from occlint.source.preproc import View, scan, view_from_flags
+
+TEXT = b"""\
+#if __CUDA_ARCH__ >= 900
+#define A 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define A 2
+#elif defined(__CUDA_ARCH__)
+#define A 3
+#else
+#define A 4
+#endif
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+#define FEAT 1
+#endif
+#if defined(USE_BIG) && !defined(NO_BIG)
+#define BIG 1
+#endif
+#if __SOMETHING_ELSE__ > 2
+#define RESERVED 1
+#endif
+"""
+
+
+@pytest.mark.parametrize("view, a, feat, big", [
+    (View(host=True, complete=True), "4", False, False),
+    (View(arch="sm_75", complete=True), "3", False, False),
+    (View(arch="sm_86", complete=True), "2", False, False),
+    (View(arch="sm_90", complete=True), "1", False, False),
+    (View(arch="sm_90a", complete=True), "1", True, False),
+    (View(arch="sm_100f", complete=True), "1", False, False),
+    (View(arch="sm_90", defines=("USE_BIG",), complete=True), "1", False, True),
+    (View(arch="sm_90", defines=("USE_BIG", "NO_BIG"), complete=True), "1", False, False),
+    (View(arch="sm_90", defines=("USE_BIG",), undefines=("USE_BIG",), complete=True), "1", False, False),
+])
+def test_branches_per_pass(view, a, feat, big):
+    s = scan(TEXT, "/nonexistent/t.cu", view)
+    live = {k.decode(): v for k, v in s.macros.items()}
+    dead_text = b"".join(TEXT[x:y] for x, y in s.dead)
+    assert [b for b in live["A"] if b"#define A " + b not in dead_text] == [a.encode()]
+    assert (b"#define FEAT" not in dead_text) == feat
+    assert (b"#define BIG" not in dead_text) == big
+    assert b"#define RESERVED" not in dead_text          # __SOMETHING_ELSE__: unknown, kept
+    assert s.arch_dependent
+
+
+def test_an_unknown_pass_decides_only_what_it_knows():
+    s = scan(TEXT, "/nonexistent/t.cu", View())
+    dead_text = b"".join(TEXT[x:y] for x, y in s.dead)
+    assert dead_text == b""                    # the arch and USE_BIG may be anything
+    s = scan(b"#if 0\nint x;\n#elif 1\nint y;\n#else\nint z;\n#endif\n", "t.cu")
+    assert [s.is_dead(i) for i in (8, 24, 37)] == [True, False, True]
+
+
+def test_flags_give_the_view():
+    v = view_from_flags(["-DA=3", "-D", "B", "--define-macro=C=1", "-UD", "-Iinc", "-I", "/x"],
+                        "/proj", arch="sm_90")
+    assert v.defines == ("A=3", "B", "C=1") and v.undefines == ("D",)
+    assert v.include_dirs == ("/proj/inc", "/x") and v.complete
+
+
+UNIT = """\
+#include "cfg.cuh"
+__global__ void always(float* x) { x[threadIdx.x] = A_VALUE; }
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__global__ void ampere_up(float* x) { x[threadIdx.x] = 1; }
+#endif
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__global__ void hopper_a(float* x) { x[threadIdx.x] = 2; }
+#endif
+#ifdef WITH_EXTRA
+__global__ void extra(float* x) { x[threadIdx.x] = 3; }
+#endif
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) bounded(float* x) { x[threadIdx.x] = 4; }
+"""
+HEADER = """\
+#pragma once
+#define A_VALUE 7
+#if __CUDA_ARCH__ >= 900
+#define THREADS 512
+#define MIN_BLOCKS 3
+#elif __CUDA_ARCH__ >= 800
+#define THREADS 256
+#define MIN_BLOCKS 4
+#else
+#define THREADS 128
+#define MIN_BLOCKS 1
+#endif
+"""
+
+
+@pytest.mark.parametrize("defines", [(), ("WITH_EXTRA",)])
+def test_device_passes_agree_with_nvcc(tmp_path, nvcc_path, defines):
+    """Per arch: the kernels for_arch keeps are the cubin's, and the bounds it evaluates (from
+    a header's arch-dependent macros) are the cubin's max threads and register cap."""
+    from occlint.toolchain import collect_usage
+    from occlint.toolchain.flags import source_views
+
+    (tmp_path / "cfg.cuh").write_text(HEADER)
+    unit = tmp_path / "u.cu"
+    unit.write_text(UNIT)
+    archs = ("sm_75", "sm_80", "sm_90", "sm_90a")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=archs, no_cache=True,
+                    defines=defines)
+    report = collect_usage([str(unit)], config)
+    assert not report.errors, report.errors
+    sf = parse(UNIT, str(unit), source_views([str(unit)], config)[str(unit)])
+    compared = 0
+    for arch in archs:
+        cubin = {u.kernel: u for u in report.usages[str(unit)] if u.arch == arch}
+        device = for_arch(sf, arch)
+        assert {k.name for k in device.kernels} == set(cubin), arch
+        lb = next(k for k in device.kernels if k.name == "bounded").launch_bounds
+        u = cubin["bounded"]
+        assert lb.max_threads == u.max_threads
+        assert occupancy.register_cap(arch, lb.max_threads, lb.min_blocks) == u.max_registers
+        compared += 1
+    assert compared == len(archs)
+    assert sf.kernels[-1].launch_bounds.max_threads is None      # the base parse: any arch
+
+
+def test_unit_defines_and_header_macros_reach_launches(tmp_path):
+    """-D from the configuration picks the branch; a block size from a project header resolves."""
+    (tmp_path / "sizes.cuh").write_text("#pragma once\n#ifdef BIG_BLOCKS\n#define BLOCK 1024\n"
+                                        "#else\n#define BLOCK 128\n#endif\n")
+    (tmp_path / "k.cu").write_text('#include "sizes.cuh"\n__global__ void k(float* x) { x[0] = 1; }\n'
+                                   "void run(float* x) { k<<<1000, BLOCK>>>(x); }\n")
+    base = Config(root=str(tmp_path), arch=("sm_90",))
+    codes = [f.code for f in lint_paths([str(tmp_path / "k.cu")], base, usage={}).findings]
+    assert "OCC030" not in codes
+    big = Config(root=str(tmp_path), arch=("sm_90",), defines=("BIG_BLOCKS",))
+    found = [f for f in lint_paths([str(tmp_path / "k.cu")], big, usage={}).findings if f.code == "OCC030"]
+    assert len(found) == 1 and found[0].span.line == 3
+
+
+def test_header_constants_resolve(tmp_path):
+    """constexpr integers and enumerators of a project header the unit includes."""
+    (tmp_path / "cfg.cuh").write_text("#pragma once\nnamespace cfg { constexpr int kThreads = 384; }\n"
+                                      "enum { kBlocks = 3 };\n")
+    src = ('#include "cfg.cuh"\n'
+           "__global__ void __launch_bounds__(cfg::kThreads, kBlocks) k(float* x) { x[0] = 1; }\n"
+           "void run(float* x) { k<<<10, cfg::kThreads>>>(x); }\n")
+    sf = parse(src, str(tmp_path / "u.cu"))
+    lb = sf.kernels[0].launch_bounds
+    assert (lb.max_threads, lb.min_blocks) == (384, 3)
+    assert sf.launches[0].block.total == 384
