@@ -173,6 +173,35 @@ def probe_cache(config: Config | None) -> str | None:
 
 _FOUND: dict[tuple, Nvcc | None] = {}
 
+# Steps whose path comes from a file in the checkout (a stranger's pull request can write them).
+_FROM_FILES = ("config", "compile_commands.json")
+
+
+def shipped_by_repository(path: str) -> bool:
+    """Whether `path` (resolved) is a file some git repository tracks: a program the checkout
+    itself ships. occlint never runs such a program because a config file or a compilation
+    database names it; the user's environment ($CUDACXX, PATH) still may."""
+    if os.sep not in path and "/" not in path:
+        path = shutil.which(path) or path       # a command name: the file PATH gives
+    real = os.path.realpath(path)
+    if os.path.isdir(real):                     # -ccbin may name the folder of the compiler
+        real = os.path.join(real, "g++")
+    folder = os.path.dirname(real)
+    top = folder
+    while not os.path.exists(os.path.join(top, ".git")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            return False            # in no work tree
+        top = parent
+    from occlint.process import run
+
+    try:
+        code, _, _ = run(["git", "-C", folder, "ls-files", "--error-unmatch", "--",
+                          os.path.basename(real)], timeout=10)
+    except OSError:                 # no git: it cannot tell, so nothing is known to be shipped
+        return False
+    return code == 0
+
 
 def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None = None) -> Nvcc | None:
     """The first working nvcc in discovery order, or None. A `nvcc` named in the config that
@@ -185,6 +214,12 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
     found = None
     timeout = min(PROBE_TIMEOUT, config.compile_timeout) if config is not None else PROBE_TIMEOUT
     for step, path in cands:
+        if step in _FROM_FILES and shipped_by_repository(path):
+            if step == "config":
+                raise OcclintError(
+                    f"nvcc `{path}` is a file the repository tracks; occlint does not run "
+                    "programs a checkout ships (name it in $CUDACXX to use it)")
+            continue
         got = _real_nvcc(path, cache, timeout)
         if got is None:
             if step == "config":

@@ -82,9 +82,12 @@ def filter_flags(args: list[str], source: str | None = None) -> list[str]:
     src = os.path.basename(source) if source else None
     out: list[str] = []
     skip = keep = False
-    for arg in args:
+    for i, arg in enumerate(args):
         if skip:
             skip = False
+            continue
+        if _shipped_host_compiler(arg, args[i + 1] if i + 1 < len(args) else None):
+            skip = "=" not in arg
             continue
         if keep:
             keep = False
@@ -111,6 +114,31 @@ def filter_flags(args: list[str], source: str | None = None) -> list[str]:
             continue
         out.append(arg)
     return out
+
+
+def _shipped_host_compiler(arg: str, following: str | None) -> bool:
+    """A `-ccbin`/`--compiler-bindir` naming a program the checkout itself tracks: nvcc would
+    run it, so it is dropped (with a warning) like an unsafe flag."""
+    name, eq, value = arg.partition("=")
+    if name not in ("-ccbin", "--compiler-bindir"):
+        return False
+    value = value if eq else following
+    if not value:
+        return False
+    from occlint.toolchain.discover import shipped_by_repository
+
+    if not shipped_by_repository(value):
+        return False
+    if value not in _WARNED:
+        import sys
+
+        _WARNED.add(value)
+        print(f"occlint: warning: dropped `{name} {value}`: a host compiler the repository "
+              "tracks is never run", file=sys.stderr)
+    return True
+
+
+_WARNED: set[str] = set()
 
 
 def config_flags(config: Config) -> list[str]:

@@ -1,0 +1,73 @@
+"""Hostile settings: a config file or a compilation database in a stranger's pull request must
+not make occlint run a program that the pull request itself ships (an `nvcc` or a `-ccbin`
+that git tracks). The user's own environment ($CUDACXX, PATH) still decides freely."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from conftest import SCALE_100, run_cli
+
+
+def _repo_with_program(tmp_path, name: str, marker) -> str:
+    """A git work tree holding a tracked executable `tools/NAME` that leaves `marker` when run."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    prog = tools / name
+    prog.write_text(f"#!/bin/sh\ntouch '{marker}'\nexit 1\n")
+    prog.chmod(0o755)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "tools", "k.cu"], check=True)
+    return str(prog)
+
+
+def test_config_nvcc_tracked_by_the_repository_is_never_run(tmp_path):
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    _repo_with_program(tmp_path, "nvcc", marker)
+    (tmp_path / "occlint.toml").write_text('nvcc = "tools/nvcc"\n')
+    proc = run_cli("check", ".", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the repository tracks" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not marker.exists()
+
+
+def test_database_nvcc_tracked_by_the_repository_is_skipped(tmp_path, nvcc_path):
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    prog = _repo_with_program(tmp_path, "nvcc", marker)
+    entry = {"directory": str(tmp_path), "file": str(tmp_path / "k.cu"),
+             "arguments": [prog, "-c", "k.cu", "-o", "k.o"]}
+    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
+    proc = run_cli("check", "--output-format", "concise", "--no-cache", "k.cu", cwd=tmp_path)
+    assert not marker.exists()
+    assert proc.returncode == 1, proc.stdout + proc.stderr     # the real nvcc analysed it
+    assert "OCC031" in proc.stdout and "OCC900" not in proc.stdout
+
+
+def test_database_ccbin_tracked_by_the_repository_is_dropped(tmp_path, nvcc_path):
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    prog = _repo_with_program(tmp_path, "g++", marker)
+    entry = {"directory": str(tmp_path), "file": str(tmp_path / "k.cu"),
+             "arguments": ["nvcc", "-ccbin", prog, "-c", "k.cu", "-o", "k.o"]}
+    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
+    proc = run_cli("check", "--output-format", "concise", "--no-cache", "k.cu", cwd=tmp_path)
+    assert not marker.exists()
+    assert "a host compiler the repository tracks is never run" in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_an_untracked_wrapper_named_in_the_config_still_runs(tmp_path, nvcc_path):
+    """The guard is about what a checkout ships, not about wrappers in general."""
+    marker = tmp_path / "ran"
+    wrapper = tmp_path / "nvcc-wrapper"
+    wrapper.write_text(f"#!/bin/sh\ntouch '{marker}'\nexec '{nvcc_path}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    (tmp_path / "occlint.toml").write_text(f'nvcc = "{wrapper}"\n')
+    proc = run_cli("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path,
+                   env={"PATH": os.environ["PATH"]})
+    assert marker.exists()
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
