@@ -139,19 +139,25 @@ def _compare(fx, findings):
             assert any(text in m for m in messages), f"line {line} {code}: {text!r} not in {messages}"
 
 
+def _check_fixed(fx, path, findings):
+    """`X.fixed.SUFFIX` must equal X after every fix; without one, no safe fix may exist."""
+    name = path.name[:-len(path.suffix)] + ".fixed" + path.suffix
+    fixed = path.with_name(name)
+    if fixed.exists():
+        after, applied = fixing.apply_fixes(fx.text, findings, unsafe=True)
+        assert applied, f"a {name} exists but no fix applies"
+        assert after == fixed.read_text(encoding="utf-8")
+    else:
+        assert not [f for f in findings if f.fix and f.fix.applicability == "safe"], \
+            f"a safe fix exists: add the expected result as {name}"
+
+
 @pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
 def test_fixture(path):
     fx = load(path)
     findings = lint_source(fx.text, str(path), fx.usages, fx.config(), compile_errors=fx.compile_errors)
     _compare(fx, findings)
-    fixed = path.with_name(path.name[:-3] + ".fixed.cu")
-    if fixed.exists():
-        after, applied = fixing.apply_fixes(fx.text, findings, unsafe=True)
-        assert applied, "a .fixed.cu exists but no fix applies"
-        assert after == fixed.read_text(encoding="utf-8")
-    else:
-        assert not [f for f in findings if f.fix and f.fix.applicability == "safe"], \
-            "a safe fix exists: add the expected result as a .fixed.cu"
+    _check_fixed(fx, path, findings)
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
@@ -206,11 +212,4 @@ def test_python_fixture(path, nvrtc_lib, nvcc_path, tmp_path):
     findings, notices = lint_python(fx.text, str(path), config)
     assert not [n for n in notices if "not compiled" in n or "not found" in n], notices
     _compare(fx, findings)
-    fixed = path.with_name(path.name[:-3] + ".fixed.py")
-    if fixed.exists():
-        after, applied = fixing.apply_fixes(fx.text, findings, unsafe=True)
-        assert applied, "a .fixed.py exists but no fix applies"
-        assert after == fixed.read_text(encoding="utf-8")
-    else:
-        assert not [f for f in findings if f.fix and f.fix.applicability == "safe"], \
-            "a safe fix exists: add the expected result as a .fixed.py"
+    _check_fixed(fx, path, findings)
