@@ -155,3 +155,35 @@ def test_header_constants_resolve(tmp_path):
     lb = sf.kernels[0].launch_bounds
     assert (lb.max_threads, lb.min_blocks) == (384, 3)
     assert sf.launches[0].block.total == 384
+
+
+def test_library_headers_are_not_walked_and_each_header_once(tmp_path):
+    """Walking a CUDA toolkit's headers cost 2 s per cuda-samples unit (3,020 header reads for
+    reduction_kernel.cu); only project headers are walked, each once per scan."""
+    toolkit = tmp_path / "cuda"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "bin" / "nvcc").write_text("")
+    (toolkit / "include").mkdir()
+    (toolkit / "include" / "lib.h").write_text("#define FROM_TOOLKIT 1\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "guarded.h").write_text(
+        "#ifndef GUARDED_H\n#define GUARDED_H\n#define FROM_PROJECT 2\n#include <lib.h>\n#endif\n")
+    unit = project / "k.cu"
+    text = b'#include "guarded.h"\n#include "guarded.h"\n#include "guarded.h"\n'
+    unit.write_bytes(text)
+    reads: list[str] = []
+
+    def reader(path):
+        reads.append(path)
+        try:
+            with open(path, "rb") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    view = View(arch="sm_90", include_dirs=(str(toolkit / "include"),), complete=True)
+    got = scan(text, str(unit), view, reader)
+    assert got.headers == [str(project / "guarded.h")]
+    assert b"FROM_PROJECT" in got.macros and b"FROM_TOOLKIT" not in got.macros
+    assert reads.count(str(project / "guarded.h")) == 1

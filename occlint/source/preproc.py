@@ -233,14 +233,15 @@ class _State:
             list(self.view.include_dirs)
         for folder in folders:
             full = os.path.normpath(os.path.join(folder, name))
-            if full in self.once:
-                return
+            if full in self.once or full in self.seen_headers:
+                return              # walked once per scan: include guards make a second walk a no-op
             data = self.read(full)
             if data is None:
                 continue
-            if full not in self.seen_headers:
-                self.seen_headers.add(full)
-                self.out.headers.append(full)
+            self.seen_headers.add(full)
+            if not _project_file(full):
+                return              # toolkit, system and wheel headers: their macros stay unknown
+            self.out.headers.append(full)
             self.walk(data, full, depth + 1, record=False)
             return
 
@@ -444,6 +445,14 @@ def _apply(op, a, b):
         b"/": lambda: int(a / b) if (a < 0) != (b < 0) else a // b,
         b"%": lambda: a - b * (int(a / b) if (a < 0) != (b < 0) else a // b),
     }[op]()
+
+
+def _project_file(path: str) -> bool:
+    """A header of the user's project (the toolchain's one answer: not /usr, not a CUDA toolkit,
+    not the running Python's wheels). Walking library headers cost seconds per file."""
+    from occlint.toolchain.includers import user_files   # lazy: source/ sits below toolchain/
+
+    return bool(user_files([path]))
 
 
 _HEADERS: dict[str, tuple[float, bytes | None]] = {}
