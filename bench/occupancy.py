@@ -8,7 +8,8 @@ process (time.process_time), so other load on the machine does not inflate them.
 from __future__ import annotations
 
 import random
-import time
+
+from timing import best_cpu
 
 from occlint.occupancy import (
     active_blocks,
@@ -17,15 +18,6 @@ from occlint.occupancy import (
     max_potential_block_size,
     sweep,
 )
-
-
-def _best(fn, rounds: int = 5) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
 
 
 def main() -> None:
@@ -51,14 +43,14 @@ def main() -> None:
     n = len(args)
     for label, fn in (("compute()", many_compute), ("compute(carveout=, barriers=)", many_carveout),
                       ("active_blocks()", many_blocks)):
-        t = _best(fn)
+        t = best_cpu(fn)
         rows.append((label, f"{n / t:,.0f} /s", f"{t / n * 1e6:.2f} us"))
     for label, fn in (
         ("sweep(): 32 block sizes x 32 register counts", lambda: sweep("sm_90", static_smem=4096)),
         ("max_potential_block_size()", lambda: max_potential_block_size("sm_90", 40, 2048)),
         ("cliffs()", lambda: cliffs("sm_86", 256, 40, 16384)),
     ):
-        t = _best(fn, rounds=20)
+        t = best_cpu(fn, rounds=20)
         rows.append((label, f"{1 / t:,.0f} /s", f"{t * 1e3:.2f} ms"))
     width = max(len(r[0]) for r in rows)
     print(f"{'operation':{width}}  {'rate':>14}  {'per call':>10}")

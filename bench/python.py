@@ -15,6 +15,8 @@ import tempfile
 import time
 from unittest import mock
 
+from timing import best_cpu
+
 from occlint.config import Config
 from occlint.engine import lint_paths
 from occlint.python import lint_python, might_have_cuda
@@ -30,30 +32,21 @@ k((4096,), (100,), (1.0, None, None, 1 << 20))
 '''
 
 
-def _best(fn, rounds: int = 5) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
-
-
 def main() -> None:
     folder = sys.argv[1] if len(sys.argv) > 1 else sysconfig.get_paths()["stdlib"]
     files = [os.path.join(d, f) for d, _s, fs in os.walk(folder) for f in fs if f.endswith(".py")]
     size = sum(os.path.getsize(f) for f in files)
     config = Config(root=folder, arch=("sm_90",), no_cache=True)
-    with_py = _best(lambda: lint_paths([folder], config))
+    with_py = best_cpu(lambda: lint_paths([folder], config))
     import occlint.discover as discover
     real = discover.discover
     with mock.patch.object(discover, "discover", lambda p, c, python=None: real(p, c)):
-        without_py = _best(lambda: lint_paths([folder], config))
+        without_py = best_cpu(lambda: lint_paths([folder], config))
     texts = []
     for f in files:
         with open(f, "rb") as fh:
             texts.append(fh.read().decode("utf-8", "replace"))
-    prefilter = _best(lambda: [might_have_cuda(t) for t in texts])
+    prefilter = best_cpu(lambda: [might_have_cuda(t) for t in texts])
     passed = sum(might_have_cuda(t) for t in texts)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Config(root=tmp, arch=("sm_90",), cache_dir=os.path.join(tmp, "cache"))
@@ -62,7 +55,7 @@ def main() -> None:
         t = time.perf_counter()
         lint_python(KERNEL, "k.py", cfg, cache=cache)
         cold = time.perf_counter() - t
-        warm = _best(lambda: lint_python(KERNEL, "k.py", cfg, cache=cache))
+        warm = best_cpu(lambda: lint_python(KERNEL, "k.py", cfg, cache=cache))
     rows = [
         ("python files (no CUDA)", f"{len(files)} files, {size / 1e6:.1f} MB"),
         ("files passing the pre-filter", str(passed)),
