@@ -9,8 +9,9 @@ import stat
 import subprocess
 
 import pytest
-
 from conftest import SCALE_100, run_cli
+from harness.system import missing
+
 from occlint.errors import OcclintError
 
 FIXED_100 = SCALE_100.replace("<<<4096, 100>>>", "<<<4096, 128>>>")
@@ -97,7 +98,7 @@ def _read_only(folder):
     """A folder no one may write in (root ignores modes, so it gets the immutable flag)."""
     if os.geteuid() == 0:
         if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
-            pytest.skip("chattr +i is not supported on this file system")
+            missing("chattr +i is not supported on this file system")
         undo = ["chattr", "-i", str(folder)]
     else:
         os.chmod(folder, 0o555)

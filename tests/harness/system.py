@@ -50,11 +50,21 @@ def ensure_debian_package(package: str, binary: str, *, timeout: float = 900) ->
     return found
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def missing(reason: str):
+    """A test's tool is missing: skip on a developer's machine, fail under CI=true (CI must run
+    every test that needs nvcc, NVRTC, CMake, a browser or an editor)."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: required)")
+    pytest.skip(reason)
+
+
 def require(package: str, binary: str) -> str:
     """`ensure_debian_package` for a test: skip when it cannot be had, fail instead when CI=true."""
     try:
         return ensure_debian_package(package, binary)
     except Unavailable as exc:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-            pytest.fail(f"{exc} (CI=true: required)")
-        pytest.skip(str(exc))
+        missing(str(exc))
