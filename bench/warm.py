@@ -48,22 +48,22 @@ def median(cmd: list[str], cwd: str, reps: int) -> float:
 def nvcc_commands(project: str, cache: str, out: str):
     """The compiles a cold `occlint check` runs: occlint's own flags and compile_command."""
     from occlint.config import load_config
+    from occlint.toolchain import database, libraries
     from occlint.toolchain.compile import compile_command, expand_paths
     from occlint.toolchain.discover import find_nvcc
-    from occlint.toolchain.flags import (archs_for, find_compile_commands, flags_for,
-                                         index_entries, load_compile_commands)
+    from occlint.toolchain.flags import unit_command
 
     config = load_config(start=project)
-    entries = load_compile_commands(find_compile_commands(config))
-    nvcc = find_nvcc(config, entries)
-    index = index_entries(entries)
+    db = database.database_for(project, config)
+    nvcc = find_nvcc(config, db.raw if db else None)
+    libs = libraries.wheel_include_dirs()
     cmds = []
     for n, unit in enumerate(f for f in expand_paths([project]) if f.endswith(".cu")):
-        flags, cwd = flags_for(unit, config, index)
-        for arch in archs_for(config, entries):
+        plan = unit_command(unit, config, libs)          # the flags and archs check uses
+        for arch in plan.archs:
             d = os.path.join(out, f"{n}-{arch}")
             os.makedirs(d, exist_ok=True)
-            cmds.append((compile_command(nvcc, unit, arch, flags, d), cwd))
+            cmds.append((compile_command(nvcc, unit, arch, list(plan.flags), d), plan.cwd))
     return cmds
 
 

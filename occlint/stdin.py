@@ -28,21 +28,20 @@ def decode(data: bytes, name: str) -> str:
 
 def _compile(text: str, filename: str, config: Config, result: LintResult):
     """(usages, compile errors, archs) for the buffer compiled as `filename`."""
-    from occlint.toolchain import find_nvcc
+    from occlint.toolchain import database, find_nvcc, libraries
     from occlint.toolchain.compile import NO_NVCC_NOTICE, SKIPPED_CHECKS, compile_one
-    from occlint.toolchain.flags import (archs_for, find_compile_commands, flags_for,
-                                         index_entries, load_compile_commands)
+    from occlint.toolchain.flags import unit_command
     from occlint.toolchain.safe import private_tmpdir
 
-    entries = load_compile_commands(find_compile_commands(config))
-    archs = tuple(config.arch) or tuple(archs_for(config, entries))
-    nvcc = find_nvcc(config, entries)
+    where = os.path.abspath(filename if filename != STDIN else "stdin.cu")
+    cmd = unit_command(where, config, libraries.wheel_include_dirs())   # as `check` compiles PATH
+    archs = tuple(config.arch) or tuple(cmd.archs)
+    db = database.database_for(where, config)
+    nvcc = find_nvcc(config, db.raw if db else None)
     if nvcc is None:
         result.notices.append(NO_NVCC_NOTICE.format(checks=SKIPPED_CHECKS))
         return [], [], archs
-    where = os.path.abspath(filename if filename != STDIN else "stdin.cu")
-    flags, cwd = flags_for(where, config, index_entries(entries))
-    flags = ["-I", os.path.dirname(where), *flags]
+    flags, cwd = ["-I", os.path.dirname(where), *cmd.flags], cmd.cwd
     usages, errors = [], []
     with private_tmpdir() as tmp:
         copy = os.path.join(tmp, os.path.basename(where) if where.endswith(".cu") else "stdin.cu")

@@ -53,15 +53,6 @@ def load_compile_commands(path: str | None) -> list[dict]:
     return list(load(path).raw)
 
 
-def index_entries(entries: list[dict]) -> dict[str, dict]:
-    """Real path of each entry's file -> its entry (the first one wins, as in clangd)."""
-    index: dict[str, dict] = {}
-    for entry in entries:
-        file = os.path.join(entry.get("directory", "."), str(entry.get("file", "")))
-        index.setdefault(os.path.realpath(file), entry)
-    return index
-
-
 def _compiler_index(args: list[str]) -> int:
     """Index of the compiler in a command that may start with launchers."""
     for i, arg in enumerate(args):
@@ -215,7 +206,7 @@ def host_portable(flags: list[str]) -> list[str]:
     return out
 
 
-def flags_for(path: str, config: Config, index: dict[str, dict] | None = None) -> tuple[list[str], str]:
+def flags_for(path: str, config: Config) -> tuple[list[str], str]:
     """(flags, working directory) for compiling `path` (see `unit_command`)."""
     cmd = unit_command(path, config)
     return list(cmd.flags), cmd.cwd
@@ -294,15 +285,11 @@ def source_views(paths: Iterable[str], config: Config) -> dict:
     from occlint.discover import is_header
     from occlint.source.preproc import view_from_flags
 
-    try:
-        index = index_entries(load_compile_commands(find_compile_commands(config)))
-    except OcclintError:
-        index = {}
     out = {}
     for path in paths:
         if is_header(path):
             out[path] = view_from_flags(config_flags(config), config.root, complete=False)
         else:
-            flags, cwd = flags_for(path, config, index)
+            flags, cwd = flags_for(path, config)
             out[path] = view_from_flags(flags, cwd)
     return out
