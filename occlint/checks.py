@@ -214,23 +214,43 @@ def _register_step(facts: Facts, site: Site, code: str, values: dict, regs: int,
 
 @check("OCC001")
 def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
+    """Only where a register cap is a remedy: it reaches the target (at this launch's block size,
+    or for a kernel with no constant launch at the block size needing the smallest cap) and
+    removes at most `max-register-cut` of the registers. Without such a cap the registers are
+    the design (register-tiled GEMMs whose shared memory binds next, 128+ live values)."""
     for site in facts.sites:
         if site.owner != "OCC001":
             continue
-        best = site.basis == "best"
+        have = site.usage.registers
+        floor = have - int(have * facts.config.max_register_cut + 1e-9)
         values = _occ_values(site, facts)
-        need = blocks_for(site.occ, facts.config.min_occupancy)
-        regs = max_registers(site, need, site.usage.registers)
-        if regs is None or regs >= site.usage.registers:
-            yield _site_hit("OCC001", site, values, "best_no_step" if best else "no_step")
-            continue
-        if best:        # no launch chose this size: no bound to write
-            after = compute(site, regs=regs)
-            values.update(target_regs=regs, shed=site.usage.registers - regs,
+        if site.basis == "best":        # no launch chose a size: no bound to write
+            step = _smallest_cap(site, facts.config.min_occupancy, have - 1)
+            if step is None or step[0] < floor:
+                continue
+            regs, block, after = step
+            values.update(target_regs=regs, shed=have - regs, target_block=block,
                           target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
             yield _site_hit("OCC001", site, values, "best")
             continue
+        regs = max_registers(site, blocks_for(site.occ, facts.config.min_occupancy), have - 1)
+        if regs is None or regs < floor:
+            continue
         yield _register_step(facts, site, "OCC001", values, regs, compute(site, regs=regs))
+
+
+def _smallest_cap(site: Site, target: float, limit: int):
+    """(registers, block size, occupancy): the largest register count with which some block size
+    up to the kernel's bound reaches `target` (ties: the block nearest the site's), or None."""
+    top = site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024
+    found = None
+    for block in sorted(range(32, min(top, 1024) + 1, 32), key=lambda b: (abs(b - site.block), -b)):
+        need = blocks_for(compute(site, block=block), target)
+        regs = occupancy.max_registers(site.arch, block, need, site.static_smem, site.dynamic_smem,
+                                       limit=limit, **site.engine_inputs())
+        if regs is not None and (found is None or regs > found[0]):
+            found = (regs, block, compute(site, regs=regs, block=block))
+    return found
 
 
 @check("OCC002")

@@ -39,6 +39,8 @@ class Config:
     force_exclude: bool = False              # exclude even files named on the command line
     min_occupancy: float = 0.5
     cliff_margin: int = 4              # OCC010: half the 8-register allocation granule
+    max_register_cut: float = 0.4      # OCC001: the largest share of a kernel's registers a cap
+                                       # may remove (more is a rewrite: ptxas spills what is live)
     nvcc: str | None = None
     nvcc_flags: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()
@@ -59,7 +61,7 @@ KEYS = {
     "arch": "archs", "gpu": "str", "select": "codes", "extend-select": "codes",
     "ignore": "codes", "per-file-ignores": "per-file", "exclude": "strs",
     "extend-exclude": "strs", "force-exclude": "bool",
-    "min-occupancy": "fraction", "cliff-margin": "count", "nvcc": "path",
+    "min-occupancy": "fraction", "cliff-margin": "count", "max-register-cut": "fraction", "nvcc": "path",
     "nvcc-flags": "strs", "include-dirs": "paths", "defines": "strs",
     "compile-commands": "path", "cache-dir": "path", "no-cache": "bool", "jobs": "count",
     "compile-timeout": "seconds",

@@ -173,8 +173,10 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.toolchain.flags import source_views
     from occlint.toolchain.includers import user_files
     deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
-    project = Project.read({**_included(deps, cuda), **{path: texts[path] for path in cuda}},
-                           source_views(cuda, config))
+    included = _included(deps, cuda)
+    project = Project.read({**included, **{path: texts[path] for path in cuda}},
+                           source_views([*cuda, *included], config,
+                                        report.includes if report is not None else None))
     result.config, result.project = config, project
     for path in cuda:
         file_usage = _lookup(usage, path)

@@ -295,3 +295,30 @@ def test_static_kernels_get_their_usage(nvcc_path, tmp_path):
     assert [u.kernel for u in usage] == ["k"]
     (f,) = lint_source(path.read_text(), str(path), usage, config)
     assert f.code == "OCC030" and "registers/thread, occupancy on sm_86 is 66.7%" in f.message
+
+
+# --- OCC001 only where a register cap is a remedy -----------------------------------------------
+
+def test_occ001_needs_a_cap_that_reaches_the_target_within_the_cut():
+    launch = "k<<<1000, 256>>>(x)"
+    assert Config().max_register_cut == 0.4
+    assert _codes(_kernel("", launch), 72) == ["OCC001"]           # 72 -> 64: 11% of its registers
+    assert _codes(_kernel("", launch), 104) == ["OCC001"]          # 104 -> 64: 38%
+    assert _codes(_kernel("", launch), 128) == []                  # 128 -> 64: half, a rewrite
+    assert _codes(_kernel("", launch), 128, max_register_cut=0.5) == ["OCC001"]
+    assert _codes(_kernel("", launch), 72, max_register_cut=0.1) == []
+    # registers bind, but 64 KiB of dynamic shared memory allows 3 blocks: no cap reaches 4
+    staged = ("__global__ void k(float* x) { extern __shared__ float s[]; x[threadIdx.x] = s[0]; }\n"
+              "void run(float* x) { cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,"
+              " 65536); k<<<1000, 256, 65536>>>(x); }\n")
+    assert _codes(staged, 80) == []
+    assert _codes(staged.replace("65536>>>", "16384>>>"), 80) == ["OCC001"]
+
+
+def test_occ001_without_a_launch_proposes_the_smallest_cap_over_block_sizes():
+    text = "__global__ void k(float* x) { x[threadIdx.x] = 0.0f; }\n"
+    usage = [Usage(kernel="k", arch="sm_90", registers=80)]
+    [f] = lint_source(text, "k.cu", usage, Config(arch=("sm_90",)))
+    # best 37.5% at 768 threads; 64 registers reach 50% (4 x 256), not 40 for 2 x 768 (75%)
+    assert "37.5% (at 768 threads/block)" in f.message, f.message
+    assert "16 fewer registers/thread (64) would reach 50% at" in f.message, f.message

@@ -187,3 +187,32 @@ def test_library_headers_are_not_walked_and_each_header_once(tmp_path):
     assert got.headers == [str(project / "guarded.h")]
     assert b"FROM_PROJECT" in got.macros and b"FROM_TOOLKIT" not in got.macros
     assert reads.count(str(project / "guarded.h")) == 1
+
+
+def test_a_header_sees_the_macros_its_includer_defines_before_including_it(tmp_path):
+    """imageDenoising in cuda-samples: the .cu includes "imageDenoising.h" (BLOCKDIM_X 8) and
+    then the kernel header whose launch uses dim3 threads(BLOCKDIM_X, BLOCKDIM_Y)."""
+    from occlint.config import Config
+    from occlint.source import parse
+    from occlint.toolchain.flags import source_views
+
+    (tmp_path / "sizes.h").write_text("#define BLOCKDIM_X 8\n#define BLOCKDIM_Y 8\n")
+    (tmp_path / "k.cuh").write_text(
+        "__global__ void k(float* x) { x[threadIdx.x] = 0.0f; }\n"
+        "void run(float* x) { dim3 threads(BLOCKDIM_X, BLOCKDIM_Y); k<<<100, threads>>>(x); }\n")
+    (tmp_path / "a.cu").write_text('#include "sizes.h"\n#include "k.cuh"\n')
+    (tmp_path / "b.cu").write_text('#define BLOCKDIM_Y 4\n#define BLOCKDIM_X 8\n#include "k.cuh"\n')
+    header = str(tmp_path / "k.cuh")
+    config = Config(root=str(tmp_path))
+
+    def block(units, includes=None):
+        views = source_views([header, *[str(tmp_path / u) for u in units]], config, includes)
+        [launch] = parse((tmp_path / "k.cuh").read_text(), header, views[header]).launches
+        return launch.block.total
+
+    assert block([]) is None                         # no includer given or in a database
+    assert block(["a.cu"]) == 64
+    assert block(["a.cu", "b.cu"]) is None           # the includers disagree on BLOCKDIM_Y
+    # the compiler's dependency lists name the includers when the units are not linted
+    deps = {str(tmp_path / "a.cu"): (str(tmp_path / "a.cu"), str(tmp_path / "sizes.h"), header)}
+    assert block([], deps) == 64

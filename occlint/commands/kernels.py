@@ -284,7 +284,7 @@ def run(args) -> int:
         print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
     all_records = []
     from occlint.toolchain.flags import source_views
-    views = source_views(files, config)
+    views = source_views(files, config, report.includes if report is not None else None)
     for path in files:
         try:
             from occlint.files import read_regular

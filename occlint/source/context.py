@@ -209,7 +209,10 @@ class Context:
                     env.add_macro(name, body, params)
         for name, value in (self.view.predefined().items() if self.view else ()):
             if name not in env.macros and name not in env.fmacros:
-                env.add_macro(name, value)
+                if isinstance(value, tuple):       # a function-like macro from the includer
+                    env.add_macro(name, value[1], value[0])
+                else:
+                    env.add_macro(name, value)
 
     def _add_global(self, decl, init):
         if init.type != "init_declarator":

@@ -47,6 +47,8 @@ class View:
     include_dirs: tuple[str, ...] = ()           # -I folders, absolute
     complete: bool = False                       # the unit's flags are known (a compile command
                                                  # or the config): a name defined nowhere is undefined
+    prefix: tuple = ()           # a header's: (name, body | (params, body)) in force where a unit
+                                 # includes it (`macros_at`), after the unit's -D/-U
 
     def predefined(self) -> dict[bytes, bytes]:
         """Macros in force before the first line of the file."""
@@ -67,6 +69,7 @@ class View:
             out[name.strip().encode()] = value.encode() if "=" in d else b"1"
         for u in self.undefines:
             out.pop(u.strip().encode(), None)
+        out.update(self.prefix)
         return out
 
     def known_undefined(self) -> set[bytes]:
@@ -124,6 +127,7 @@ class _State:
         self.seen_headers: set[str] = set()
         self.once: set[str] = set()
         self.out = Scan()
+        self.stop_at: str | None = None      # macros_at: the header whose #include ends the walk
 
     # --- the walk -----------------------------------------------------------------------------
 
@@ -233,6 +237,8 @@ class _State:
             list(self.view.include_dirs)
         for folder in folders:
             full = os.path.normpath(os.path.join(folder, name))
+            if self.stop_at is not None and os.path.realpath(full) == self.stop_at:
+                raise _Reached
             if full in self.once or full in self.seen_headers:
                 return              # walked once per scan: include guards make a second walk a no-op
             data = self.read(full)
@@ -487,6 +493,33 @@ def scan(data: bytes, path: str, view: View | None = None, reader=read_header) -
     state.walk(data, path, 0, record=True)
     state.out.dead.sort()
     return state.out
+
+
+class _Reached(Exception):
+    """The walk met the `#include` that `macros_at` looks for."""
+
+
+def macros_at(data: bytes, path: str, view: View, header: str) -> dict | None:
+    """The macros a unit has in force where it first includes `header` (directly or through its
+    project headers), for this pass: {name: body | (params, body)}, without those whose value
+    depends on a branch of unknown truth. None when the walk never reaches that include."""
+    state = _State(view, read_header)
+    state.stop_at = os.path.realpath(header)
+    try:
+        state.walk(data, path, 0, record=False)
+    except _Reached:
+        return {k: v for k, v in state.table.items() if v is not None and v is not UNKNOWN}
+    return None
+
+
+def common_macros(tables) -> tuple:
+    """The macros every includer agrees on (a header's `View.prefix`); a name whose value
+    differs between includers is left out, so it stays unknown."""
+    tables = [t for t in tables if t is not None]
+    if not tables:
+        return ()
+    first, rest = tables[0], tables[1:]
+    return tuple((k, v) for k, v in first.items() if all(t.get(k) == v for t in rest))
 
 
 def mentions_arch(data: bytes) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -278,18 +279,72 @@ def normalize_arch(arch: str) -> str:
     return f"sm_{m.group(1)}"
 
 
-def source_views(paths: Iterable[str], config: Config) -> dict:
+MAX_PREFIX_INCLUDERS = 4
+
+
+def source_views(paths: Iterable[str], config: Config,
+                 includes: dict[str, tuple[str, ...]] | None = None) -> dict:
     """path -> the preprocessor View its source is parsed with (source.preproc): a unit's own
     -D/-U/-I (its compile command, else the configured flags, as occlint compiles it); a
-    header's from the configured flags, not complete (the units that include it may add more)."""
+    header's from the configured flags, not complete (the units that include it may add more),
+    with the macros its includers have in force at their `#include` (`View.prefix`: the ones
+    up to MAX_PREFIX_INCLUDERS agree on). `includes`: unit -> the files it read (the compiler's
+    dependency lists); without them, units among `paths` that name the header in an #include."""
     from occlint.discover import is_header
-    from occlint.source.preproc import view_from_flags
+    from occlint.source.preproc import common_macros, macros_at, read_header, view_from_flags
+
+    paths = list(paths)
+    units: dict[str, object] = {}
+
+    def unit_view(unit: str):
+        if unit not in units:
+            flags, cwd = flags_for(unit, config)
+            units[unit] = view_from_flags(flags, cwd)
+        return units[unit]
 
     out = {}
     for path in paths:
-        if is_header(path):
-            out[path] = view_from_flags(config_flags(config), config.root, complete=False)
-        else:
-            flags, cwd = flags_for(path, config)
-            out[path] = view_from_flags(flags, cwd)
+        if not is_header(path):
+            out[path] = unit_view(path)
+    for path in paths:
+        if not is_header(path):
+            continue
+        base = view_from_flags(config_flags(config), config.root, complete=False)
+        tables, dirs = [], list(base.include_dirs)
+        for unit in _includers(path, paths, includes, config)[:MAX_PREFIX_INCLUDERS]:
+            data = read_header(unit)
+            view = unit_view(unit)
+            table = macros_at(data, unit, view, path) if data else None
+            if table is not None:
+                tables.append(table)
+                dirs += [d for d in view.include_dirs if d not in dirs]
+        given = base.predefined()
+        prefix = tuple((k, v) for k, v in common_macros(tables) if given.get(k) != v)
+        out[path] = dataclasses.replace(base, include_dirs=tuple(dirs), prefix=prefix)
     return out
+
+
+def _includers(header: str, paths: list[str], includes, config: Config) -> list[str]:
+    """Units that read `header`: from the dependency lists, else those among `paths` whose text
+    has an `#include` naming its file name (nearest folder first), else the database's."""
+    from occlint.discover import is_header
+    from occlint.source.preproc import read_header
+
+    target = os.path.realpath(header)
+    if includes:
+        found = sorted(u for u, deps in includes.items() if target in deps and u != header)
+        if found:
+            return found
+    name = os.path.basename(header).encode()
+    here = os.path.dirname(os.path.abspath(header))
+    found = []
+    for unit in paths:
+        if is_header(unit):
+            continue
+        data = read_header(unit)
+        if data and name in data and re.search(rb'#\s*include\s*[<"][^>"]*' + re.escape(name), data):
+            found.append(unit)
+    if not found:          # none given: the database's units that name it
+        from occlint.toolchain.includers import for_headers
+        return [unit for unit, _ in for_headers([header], [], config, None)]
+    return sorted(found, key=lambda u: (os.path.dirname(os.path.abspath(u)) != here, u))
