@@ -49,11 +49,87 @@ STAGE_OPT_IN = "    cudaFuncSetAttribute(stage, cudaFuncAttributeMaxDynamicShare
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None,
             env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `python -m occlint ARGS` as a user would; returns the completed process (text)."""
+    """Run `python -m occlint ARGS` in a child process as a user would; returns the completed
+    process (text). For tests where the process is the point: signals, timeouts, what a fresh
+    interpreter imports or remembers, the language server, a compiler that is started. Other
+    tests use `run_main`, which is the same command line without the ~0.3 s start-up."""
     return subprocess.run(
         [sys.executable, "-m", "occlint", *args], cwd=cwd, input=input, text=True,
         capture_output=True, timeout=timeout, env={**os.environ, **(env or {})},
     )
+
+
+def _warning_to_stderr(message, category, filename, lineno, file=None, line=None):
+    import warnings
+
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def run_main(*args: str, cwd: str | os.PathLike | None = None, input: str | None = None,
+             env: dict | None = None) -> subprocess.CompletedProcess:
+    """`run_cli` in this process: `occlint.cli.main(ARGS)` with the child's working folder,
+    environment (os.environ updated with `env`), stdin (`input`, else empty), stdout and stderr
+    (UTF-8 pipes with the child's error handlers, read back as `text=True` does: strict UTF-8,
+    newlines translated), exit status (SystemExit as the interpreter gives it; an exception that
+    escapes is a traceback on stderr and status 1), warnings (on stderr) and signal handlers, all
+    restored afterwards.
+    Modules stay imported and the tree-sitter query compiled between calls, which is what makes
+    it fast; the memos occlint keeps by path and mtime live on, as in the language server, so a
+    test of what one process remembers or probes uses run_cli."""
+    import io
+    import signal
+    import traceback
+    import warnings
+
+    from occlint.cli import main
+
+    if args[:1] in (("nvcc",), ("server",)) or "--watch" in args or "-w" in args:
+        raise ValueError(f"`occlint {args[0]}` must run in its own process: use run_cli")
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    pipes = (io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8",
+                              errors="surrogateescape"),
+             io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True),
+             io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True))
+    sys.stdin, sys.stdout, sys.stderr = pipes           # kept alive: closing one closes its bytes
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.update(env or {})
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            with warnings.catch_warnings():      # as in a fresh interpreter: shown on stderr
+                warnings.resetwarnings()
+                warnings.simplefilter("default")
+                warnings.showwarning = _warning_to_stderr
+                code = main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+            if isinstance(code, str):
+                print(code, file=sys.stderr)
+                code = 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+    def text(data: bytes) -> str:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+    done = subprocess.CompletedProcess(["occlint", *args], 0 if code is None else code,
+                                       text(out.getvalue()), text(err.getvalue()))
+    for pipe in pipes:
+        pipe.close()
+    return done
 
 
 @pytest.fixture(scope="session")
@@ -78,9 +154,9 @@ def nvcc_path() -> str:
     return str(found.path)
 
 
-# Tests that reach nvcc through the CLI or the language server (found by running the suite with
-# CUDACXX pointing at a wrapper that logs PYTEST_CURRENT_TEST) without asking for `nvcc_path`.
-# A test missing here still passes; it only makes the `-m "not nvcc"` loop slower.
+# Tests that reach nvcc through the CLI or the language server without asking for `nvcc_path`
+# (found with tests/harness/audit/sitecustomize.py, which logs every nvcc a test starts). A test
+# missing here still passes; it only makes the `-m "not nvcc"` loop slower, or fail without nvcc.
 CALLS_NVCC = {
     "test_baseline.py::test_baseline_cli_round_trip",
     "test_config_load.py::test_cli_flags_override_the_file",
@@ -106,6 +182,18 @@ CALLS_NVCC = {
     "test_hostile_output.py::test_every_format_is_valid_for_any_file_name",
     "test_options.py::test_inline_config_reaches_kernels_and_doctor",
     "test_rules_check_cli.py::test_fix_reports_the_fixed_files",
+    "test_hostile.py::test_a_fifo_config_or_gitignore_does_not_hang",
+    "test_hostile.py::test_fifos_and_devices_are_named_and_skipped",
+    "test_hostile.py::test_latin1_buffer_on_stdin_is_linted",
+    "test_hostile.py::test_latin1_source_is_linted_with_right_positions",
+    "test_hostile.py::test_latin1_source_is_never_fixed",
+    "test_hostile_fix.py::test_an_unwritable_file_is_one_error_and_the_others_are_fixed",
+    "test_hostile_fix.py::test_bom_mode_and_crlf_are_kept",
+    "test_hostile_fix.py::test_links_write_their_target",
+    "test_hostile_lsp.py::test_a_fifo_config_never_blocks_the_loop",
+    "test_hostile_lsp.py::test_a_fifo_document_never_blocks_the_loop",
+    "test_hostile_lsp.py::test_malformed_framing_does_not_stop_the_server",
+    "test_hostile_output.py::test_format_to_file_is_written_whole",
 }
 
 

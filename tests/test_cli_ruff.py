@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCALE_100, run_cli
+from conftest import SCALE_100, run_cli, run_main
 
 FIXED = SCALE_100.replace("<<<4096, 100>>>", "<<<4096, 128>>>")
 
@@ -56,12 +56,12 @@ def test_stdin_uses_the_filename_folder_and_writes_nothing(tmp_path, nvcc_path):
 
 def test_stdin_header_and_errors(tmp_path):
     root = project(tmp_path, {})
-    r = run_cli("check", "--stdin-filename", "k.cuh", "--output-format", "concise", cwd=root,
+    r = run_main("check", "--stdin-filename", "k.cuh", "--output-format", "concise", cwd=root,
                 input=SCALE_100)
     assert r.returncode == 1 and r.stdout.startswith("k.cuh:7:19: OCC031"), r.stdout + r.stderr
-    both = run_cli("check", "-", "k.cuh", cwd=root, input="")
+    both = run_main("check", "-", "k.cuh", cwd=root, input="")
     assert both.returncode == 2 and "cannot be combined" in both.stderr
-    fix = run_cli("check", "-", "--stdin-filename", "k.cuh", "--fix", cwd=root, input=SCALE_100)
+    fix = run_main("check", "-", "--stdin-filename", "k.cuh", "--fix", cwd=root, input=SCALE_100)
     assert not (root / "k.cuh").exists()              # a buffer is never written to PATH
 
 
@@ -70,40 +70,40 @@ def test_stdin_header_and_errors(tmp_path):
 
 def test_quiet_silent_verbose(tmp_path):
     root = project(tmp_path)
-    normal = run_cli("check", "--output-format", "concise", cwd=root)
+    normal = run_main("check", "--output-format", "concise", cwd=root)
     assert "Found 1 finding." in normal.stdout
-    quiet = run_cli("check", "-q", "--output-format", "concise", cwd=root)
+    quiet = run_main("check", "-q", "--output-format", "concise", cwd=root)
     assert quiet.returncode == 1 and quiet.stdout.splitlines() == [normal.stdout.splitlines()[0]]
-    silent = run_cli("check", "--silent", cwd=root)
+    silent = run_main("check", "--silent", cwd=root)
     assert (silent.returncode, silent.stdout) == (1, "")
-    verbose = run_cli("check", "-v", "--output-format", "concise", cwd=root)
+    verbose = run_main("check", "-v", "--output-format", "concise", cwd=root)
     assert "occlint: 2 files linted in" in verbose.stderr      # k.cuh and pyproject.toml
 
 
 def test_color_flags_and_environment(tmp_path):
     root = project(tmp_path)
     plain = {"NO_COLOR": "", "FORCE_COLOR": ""}
-    assert "\x1b[" not in run_cli("check", cwd=root, env=plain).stdout          # not a terminal
-    always = run_cli("check", "--color", "always", "--output-format", "concise", cwd=root,
+    assert "\x1b[" not in run_main("check", cwd=root, env=plain).stdout          # not a terminal
+    always = run_main("check", "--color", "always", "--output-format", "concise", cwd=root,
                      env={"NO_COLOR": "1"}).stdout
     assert "\x1b[1m\x1b[31mOCC031\x1b[0m" in always
-    assert "\x1b[" in run_cli("check", cwd=root, env={"FORCE_COLOR": "1", "NO_COLOR": ""}).stdout
-    assert "\x1b[" not in run_cli("check", "--color", "never", cwd=root,
+    assert "\x1b[" in run_main("check", cwd=root, env={"FORCE_COLOR": "1", "NO_COLOR": ""}).stdout
+    assert "\x1b[" not in run_main("check", "--color", "never", cwd=root,
                                   env={"FORCE_COLOR": "1"}).stdout
-    json_out = run_cli("check", "--color", "always", "--output-format", "json", cwd=root).stdout
+    json_out = run_main("check", "--color", "always", "--output-format", "json", cwd=root).stdout
     assert "\x1b[" not in json_out and json.loads(json_out)
 
 
 def test_statistics_ends_like_ruff_and_output_file_keeps_the_summary_on_stderr(tmp_path):
     root = project(tmp_path)
-    stats = run_cli("check", "--statistics", cwd=root)
+    stats = run_main("check", "--statistics", cwd=root)
     assert stats.stdout.splitlines() == [
         "1\tOCC031\tblock-size-not-warp-multiple", "Found 1 finding.",
         "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)."]
-    unsafe = run_cli("check", "--statistics", "--unsafe-fixes", cwd=root)
+    unsafe = run_main("check", "--statistics", "--unsafe-fixes", cwd=root)
     assert unsafe.stdout.splitlines()[-1] == "[*] 1 fixable with the `--fix` option."
     out = root / "report.txt"
-    r = run_cli("check", "--output-format", "concise", "--output-file", str(out), cwd=root)
+    r = run_main("check", "--output-format", "concise", "--output-file", str(out), cwd=root)
     assert r.stdout == ""
     assert out.read_text().startswith("k.cuh:7:19: OCC031")
     assert "Found 1 finding." not in out.read_text()
@@ -128,44 +128,44 @@ def test_one_hidden_fix_is_singular(tmp_path):
 # OCC031's round-up is an unsafe fix: these runs pass --unsafe-fixes
 def test_fix_only_show_fixes_exit_non_zero_on_fix(tmp_path):
     root = project(tmp_path)
-    assert run_cli("check", "--fix-only", cwd=root).stdout == (
+    assert run_main("check", "--fix-only", cwd=root).stdout == (
         "No findings fixed (1 fix available with `--unsafe-fixes`).\n")
-    r = run_cli("check", "--fix-only", "--show-fixes", "--unsafe-fixes", cwd=root)
+    r = run_main("check", "--fix-only", "--show-fixes", "--unsafe-fixes", cwd=root)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["Fixed 1 finding:", "- k.cuh:",
                                      "    1 \u00d7 OCC031 (block-size-not-warp-multiple)",
                                      "Fixed 1 finding."]
     assert (root / "k.cuh").read_text() == FIXED
     (root / "k.cuh").write_text(SCALE_100)
-    r = run_cli("check", "--fix", "--unsafe-fixes", "--exit-non-zero-on-fix", "--output-format",
+    r = run_main("check", "--fix", "--unsafe-fixes", "--exit-non-zero-on-fix", "--output-format",
                 "concise", cwd=root)
     assert r.returncode == 1 and "Found 1 finding (1 fixed, 0 remaining)." in r.stdout
-    r = run_cli("check", "--fix", "--unsafe-fixes", cwd=root)
+    r = run_main("check", "--fix", "--unsafe-fixes", cwd=root)
     assert r.returncode == 0 and "All checks passed!" in r.stdout
 
 
 def test_fixable_unfixable_extend_fixable(tmp_path):
     root = project(tmp_path)
     fix = ("check", "--fix", "--unsafe-fixes")
-    r = run_cli(*fix, "--unfixable", "OCC031", "--output-format", "concise", cwd=root)
+    r = run_main(*fix, "--unfixable", "OCC031", "--output-format", "concise", cwd=root)
     assert r.returncode == 1 and (root / "k.cuh").read_text() == SCALE_100
     assert "OCC031 [*]" not in r.stdout and "Found 1 finding." in r.stdout
     assert "fixable" not in r.stdout and "hidden" not in r.stdout     # no fix left to offer
-    r = run_cli(*fix, "--fixable", "OCC02", "--output-format", "concise", cwd=root)
+    r = run_main(*fix, "--fixable", "OCC02", "--output-format", "concise", cwd=root)
     assert (root / "k.cuh").read_text() == SCALE_100
-    r = run_cli(*fix, "--fixable", "OCC02", "--extend-fixable", "OCC031", cwd=root)
+    r = run_main(*fix, "--fixable", "OCC02", "--extend-fixable", "OCC031", cwd=root)
     assert r.returncode == 0 and (root / "k.cuh").read_text() == FIXED
 
 
 def test_add_noqa_silences_every_finding_and_keeps_line_endings(tmp_path):
     root = project(tmp_path, {"k.cuh": SCALE_100.replace("\n", "\r\n")})
-    r = run_cli("check", "--add-noqa", cwd=root)
+    r = run_main("check", "--add-noqa", cwd=root)
     assert r.returncode == 0 and "Added 1 noqa directive." in r.stderr
     text = (root / "k.cuh").read_bytes().decode()
     assert "scale<<<4096, 100>>>(x, 2.0f, 409600);  // noqa: OCC031\r\n" in text
     assert text.count("\r\n") == SCALE_100.count("\n") and "\n" not in text.replace("\r\n", "")
-    assert run_cli("check", cwd=root).returncode == 0
-    again = run_cli("check", "--add-noqa", cwd=root)
+    assert run_main("check", cwd=root).returncode == 0
+    again = run_main("check", "--add-noqa", cwd=root)
     assert "Added 0 noqa directives." in again.stderr
 
 
@@ -177,7 +177,7 @@ def test_exclude_extend_exclude_force_exclude_per_file_ignores(tmp_path):
                               "tests/t.cuh": SCALE_100})
 
     def files(*args):
-        r = run_cli("check", "--show-files", *args, cwd=root)
+        r = run_main("check", "--show-files", *args, cwd=root)
         assert r.returncode == 0, r.stderr
         return sorted(os.path.relpath(p, root) for p in r.stdout.split())
 
@@ -187,16 +187,16 @@ def test_exclude_extend_exclude_force_exclude_per_file_ignores(tmp_path):
     # named on the command line: linted anyway, unless --force-exclude (as in ruff)
     assert files("vendor/v.cuh", "--extend-exclude", "vendor") == ["vendor/v.cuh"]
     assert files("vendor/v.cuh", "--extend-exclude", "vendor", "--force-exclude") == []
-    r = run_cli("check", "--per-file-ignores", "tests/*:OCC031,vendor/*:OCC031",
+    r = run_main("check", "--per-file-ignores", "tests/*:OCC031,vendor/*:OCC031",
                 "--output-format", "json", cwd=root)
     assert [os.path.relpath(f["filename"], root) for f in json.loads(r.stdout)] == ["k.cuh"]
-    bad = run_cli("check", "--per-file-ignores", "OCC031", cwd=root)
+    bad = run_main("check", "--per-file-ignores", "OCC031", cwd=root)
     assert bad.returncode == 2 and "GLOB:CODE" in bad.stderr
 
 
 def test_cache_dir_and_show_settings(tmp_path):
     root = project(tmp_path)
-    r = run_cli("check", "k.cuh", "--show-settings", "--cache-dir", "elsewhere", "--arch",
+    r = run_main("check", "k.cuh", "--show-settings", "--cache-dir", "elsewhere", "--arch",
                 "sm_80,sm_90", cwd=root)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -211,11 +211,11 @@ def test_cache_dir_and_show_settings(tmp_path):
 
 
 def test_unknown_option_prints_the_sub_command_usage(tmp_path):
-    r = run_cli("check", "--bogus", cwd=tmp_path)
+    r = run_main("check", "--bogus", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.startswith("usage: occlint check ")
     assert "occlint check: error: unrecognized arguments: --bogus" in r.stderr
-    k = run_cli("kernels", "x.cu", "--nope", cwd=tmp_path)
+    k = run_main("kernels", "x.cu", "--nope", cwd=tmp_path)
     assert k.stderr.startswith("usage: occlint kernels ")
 
 
@@ -263,13 +263,13 @@ def test_doctor_lists_only_archs_check_accepts(tmp_path, nvcc_path):
 
 
 def test_comma_archs_in_calc_and_kernels_takes_jobs(tmp_path):
-    r = run_cli("calc", "--arch", "sm_80,sm_90", "--regs", "32", "--json")
+    r = run_main("calc", "--arch", "sm_80,sm_90", "--regs", "32", "--json")
     assert r.returncode == 0, r.stderr
     assert [d["arch"] for d in json.loads(r.stdout)] == ["sm_80", "sm_90"]
-    text = run_cli("calc", "--arch", "sm_80,sm_90", "--regs", "32").stdout
+    text = run_main("calc", "--arch", "sm_80,sm_90", "--regs", "32").stdout
     assert text.count("occupancy: ") == 2
     root = project(tmp_path)
-    k = run_cli("kernels", "k.cuh", "--jobs", "1", "--arch", "sm_80,sm_90", cwd=root)
+    k = run_main("kernels", "k.cuh", "--jobs", "1", "--arch", "sm_80,sm_90", cwd=root)
     assert k.returncode == 0, k.stderr
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_main
 
 from occlint.config import Config, find_config_file, load_config
 from occlint.errors import OcclintError
@@ -71,7 +71,7 @@ def test_bad_config_is_one_clear_line(tmp_path, text, words):
 def test_cli_reports_config_errors_with_exit_2(tmp_path):
     write(tmp_path / "pyproject.toml", "[tool.occlint]\nmin_occupancy = 0.6\n")
     write(tmp_path / "k.cu", "__global__ void k() {}\n")
-    r = run_cli("check", str(tmp_path), "--no-cache")
+    r = run_main("check", str(tmp_path), "--no-cache")
     assert r.returncode == 2
     assert r.stderr.strip().startswith("occlint: error:") and "min-occupancy" in r.stderr
     assert "Traceback" not in r.stderr

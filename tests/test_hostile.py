@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import SCALE_100, run_cli
+from conftest import SCALE_100, run_cli, run_main
 
 
 def _cli(args, cwd, stdin=None, timeout=120):
@@ -78,7 +78,7 @@ def test_a_fifo_config_or_gitignore_does_not_hang(tmp_path):
 def test_config_that_is_not_utf8(tmp_path, content):
     (tmp_path / "occlint.toml").write_bytes(content)
     (tmp_path / "k.cu").write_text(SCALE_100)
-    proc = run_cli("check", ".", cwd=tmp_path)
+    proc = run_main("check", ".", cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "occlint.toml" in lines[0] and "UTF-8" in lines[0], proc.stderr
@@ -88,7 +88,7 @@ def test_config_that_is_not_utf8(tmp_path, content):
 def test_compile_timeout_must_be_a_real_number_of_seconds(tmp_path, value):
     (tmp_path / "occlint.toml").write_text(f"compile-timeout = {value}\n")
     (tmp_path / "k.cu").write_text(SCALE_100)
-    proc = run_cli("check", ".", cwd=tmp_path)
+    proc = run_main("check", ".", cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "compile-timeout" in lines[0], proc.stderr

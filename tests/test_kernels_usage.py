@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import run_cli
+from conftest import run_cli, run_main
 
 SOURCE = """\
 template <int BLOCK>
@@ -59,7 +59,7 @@ def test_kernels_json_carries_usage_and_launch_occupancy(tmp_path, nvcc_path):
 def test_kernels_no_compile_has_no_usage(tmp_path):
     src = tmp_path / "tile.cu"
     src.write_text(SOURCE)
-    r = run_cli("kernels", "--json", "--no-compile", str(src), cwd=tmp_path)
+    r = run_main("kernels", "--json", "--no-compile", str(src), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     recs = json.loads(r.stdout)
     assert all("usage" not in x and "occupancy" not in x for x in recs)

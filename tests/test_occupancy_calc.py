@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from conftest import run_main
 
 
 def test_calc_text_names_the_limiter_and_the_cliff():
-    r = run_cli("calc", "--arch", "sm_90", "--regs", "48", "--smem", "16K", "--block", "256")
+    r = run_main("calc", "--arch", "sm_90", "--regs", "48", "--smem", "16K", "--block", "256")
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "occupancy: 62.5%, limited by the number of required registers" in out
@@ -19,7 +19,7 @@ def test_calc_text_names_the_limiter_and_the_cliff():
 
 
 def test_calc_json_and_gpu():
-    r = run_cli("calc", "--gpu", "RTX 3090", "--regs", "16", "--smem", "16KiB", "--block", "256",
+    r = run_main("calc", "--gpu", "RTX 3090", "--regs", "16", "--smem", "16KiB", "--block", "256",
                 "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -34,13 +34,13 @@ def test_calc_json_and_gpu():
 
 
 def test_calc_sweep_tables():
-    r = run_cli("calc", "--arch", "8.6", "--regs", "32", "--block", "256", "--sweep", "--json")
+    r = run_main("calc", "--arch", "8.6", "--regs", "32", "--block", "256", "--sweep", "--json")
     doc = json.loads(r.stdout)
     sizes = [row["block_size"] for row in doc["sweep"]["block_sizes"]]
     assert sizes == list(range(32, 1025, 32))
     regs = {row["regs_per_thread"]: row["active_blocks"] for row in doc["sweep"]["registers"]}
     assert regs[32] == regs[40] == 6 and regs[48] == 5 and regs[255] == 1
-    text = run_cli("calc", "--arch", "8.6", "--regs", "32", "--block", "256", "--sweep").stdout
+    text = run_main("calc", "--arch", "8.6", "--regs", "32", "--block", "256", "--sweep").stdout
     assert "block sizes at 32 registers/thread:" in text
     assert "register counts at 256 threads/block:" in text
 
@@ -56,7 +56,7 @@ def test_calc_sweep_tables():
     ("--regs", "32",),
 ])
 def test_calc_bad_input_is_one_line_exit_2(args):
-    r = run_cli("calc", *args)
+    r = run_main("calc", *args)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("occlint: error: "), r.stderr
@@ -84,10 +84,10 @@ def test_zero_block_reasons_empty_when_a_block_fits_and_calc_prints_them():
     from occlint.occupancy import zero_block_reasons
 
     assert zero_block_reasons("sm_90", 1024, 64) == []
-    r = run_cli("calc", "--arch", "sm_90", "--regs", "255", "--block", "1024")
+    r = run_main("calc", "--arch", "sm_90", "--regs", "255", "--block", "1024")
     assert "active: 0 blocks, 0 of 64 warps per SM" in r.stdout
     assert "cannot launch: 255 registers/thread x 1024 threads needs 262144 registers" in r.stdout
     assert "(1 block, 12.5%)" in r.stdout and "1 blocks" not in r.stdout
-    r = run_cli("calc", "--arch", "sm_90", "--regs", "32", "--dynamic-smem", "100K",
+    r = run_main("calc", "--arch", "sm_90", "--regs", "32", "--dynamic-smem", "100K",
                 "--max-dynamic-smem", "48K")
     assert "max potential block size: none" in r.stdout and "0 threads" not in r.stdout

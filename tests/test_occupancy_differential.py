@@ -143,7 +143,7 @@ def _compare(oracle: Oracle, queries: list[dict]) -> None:
 
 
 def test_compute_matches_header(oracle):
-    queries = _queries(seed=20261122, per_arch=2500)
+    queries = _queries(seed=20261122, per_arch=1000)
     assert len(queries) >= 10_000
     assert {q["a"].cc for q in queries} == {a.cc for a in ARCHS} and len(ARCHS) == 13
     _compare(oracle, queries)

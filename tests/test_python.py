@@ -10,7 +10,7 @@ import tempfile
 import textwrap
 
 import pytest
-from conftest import run_cli
+from conftest import run_main
 
 from occlint.config import config_from_table
 from occlint.python import lint_python, might_have_cuda
@@ -258,7 +258,7 @@ def test_compiles_are_cached(nvrtc_lib, tmp_path):
 def test_check_finds_python_kernels_and_skips_other_python(tmp_path, nvrtc_lib):
     (tmp_path / "kern.py").write_text(SAXPY)
     (tmp_path / "plain.py").write_text("import numpy\nprint('RawKernel')\n")
-    proc = run_cli("check", "--arch", "sm_90", "--output-format", "concise", str(tmp_path))
+    proc = run_main("check", "--arch", "sm_90", "--output-format", "concise", str(tmp_path))
     assert proc.returncode == 1, proc.stderr
     assert "kern.py:9:13: OCC031" in proc.stdout and "plain.py" not in proc.stdout
 
@@ -267,7 +267,7 @@ def test_fix_edits_inside_the_string(tmp_path, nvrtc_lib):
     src = (os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py"))
     target = tmp_path / "k.py"
     target.write_text(open(src, encoding="utf-8").read())
-    proc = run_cli("check", "--arch", "sm_90", "--config", "cliff-margin = 8", "--fix", "--unsafe-fixes", str(target))
+    proc = run_main("check", "--arch", "sm_90", "--config", "cliff-margin = 8", "--fix", "--unsafe-fixes", str(target))
     assert "__launch_bounds__(256, 8) accumulate(" in target.read_text(), proc.stdout + proc.stderr
 
 
@@ -381,7 +381,7 @@ def test_cupy_kernels_see_the_cuda_headers(nvrtc_lib):
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github", "gitlab", "rdjson", "junit", "json-lines"])
 def test_every_output_format_names_the_python_line(tmp_path, fmt, nvrtc_lib):
     (tmp_path / "kern.py").write_text(SAXPY)
-    proc = run_cli("check", "--arch", "sm_90", "--no-cache", "--output-format", fmt, str(tmp_path / "kern.py"))
+    proc = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", fmt, str(tmp_path / "kern.py"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "kern.py" in proc.stdout and "OCC031" in proc.stdout
     if fmt == "json":
@@ -422,7 +422,7 @@ def test_sources_cupy_rewrites_are_not_compiled(nvrtc_lib):
 def test_python_that_does_not_parse_is_a_notice_not_a_traceback(tmp_path):
     (tmp_path / "bad.py").write_text("import cupy\nk = cupy.RawKernel('x', 'k'\n")
     (tmp_path / "good.py").write_text(SAXPY)
-    proc = run_cli("check", "--arch", "sm_90", "--output-format", "concise", str(tmp_path))
+    proc = run_main("check", "--arch", "sm_90", "--output-format", "concise", str(tmp_path))
     assert "Traceback" not in proc.stderr
     assert "bad.py:1:1: not parsed as Python" in proc.stderr
     assert "good.py:9:13: OCC031" in proc.stdout

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_main
 from harness.system import require
 
 from occlint import gpus, plot
@@ -148,7 +148,7 @@ def test_chart_labels_stay_inside_and_apart(config):
 
 def test_calc_plot_writes_the_three_curves(tmp_path):
     out = tmp_path / "occ.svg"
-    r = run_cli("calc", "--arch", "sm_90", "--regs", "48", "--smem", "16K", "--block", "256",
+    r = run_main("calc", "--arch", "sm_90", "--regs", "48", "--smem", "16K", "--block", "256",
                 "--plot", str(out))
     assert r.returncode == 0, r.stderr
     assert "occupancy: 62.5%" in r.stdout                   # the text answer is still printed
@@ -160,7 +160,7 @@ def test_calc_plot_writes_the_three_curves(tmp_path):
 
 
 def test_calc_plot_needs_an_svg_name(tmp_path):
-    r = run_cli("calc", "--arch", "sm_90", "--regs", "48", "--plot", str(tmp_path / "occ.png"))
+    r = run_main("calc", "--arch", "sm_90", "--regs", "48", "--plot", str(tmp_path / "occ.png"))
     assert r.returncode == 2
     assert r.stderr.startswith("occlint: error: --plot writes SVG")
     assert not (tmp_path / "occ.png").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_main
 
 from occlint.config import Config
 from occlint.engine import lint_build_file
@@ -39,9 +39,9 @@ def test_setup_py_flag_and_separate_value():
 
 
 def test_build_files_found_by_check_and_ignorable(tmp_path):
-    r = run_cli("check", str(BUILD), "--output-format", "json", "--no-cache")
+    r = run_main("check", str(BUILD), "--output-format", "json", "--no-cache")
     assert r.returncode == 1, r.stderr
     found = json.loads(r.stdout)
     assert sorted({f["filename"].rsplit("/", 1)[1] for f in found}) == sorted(FILES)
-    r = run_cli("check", str(BUILD), "--ignore", "OCC04", "--output-format", "json", "--no-cache")
+    r = run_main("check", str(BUILD), "--ignore", "OCC04", "--output-format", "json", "--no-cache")
     assert r.returncode == 0 and json.loads(r.stdout) == []

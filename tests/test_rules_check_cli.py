@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_cli, run_main
 
 SAXPY = """__global__ void saxpy(float* y, const float* x, float a, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
@@ -117,9 +117,9 @@ def test_gitignore_exclude_and_bad_encoding(tmp_path):
 
 
 def test_usage_errors_exit_2(tmp_path):
-    r = run_cli("check", str(tmp_path / "missing"))
+    r = run_main("check", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no such file" in r.stderr
-    r = run_cli("check", str(tmp_path), "--output-format", "xml")
+    r = run_main("check", str(tmp_path), "--output-format", "xml")
     assert r.returncode == 2 and "unknown output format" in r.stderr
 
 

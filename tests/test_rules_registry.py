@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_main
 
 from occlint import checks, registry
 
@@ -67,13 +67,13 @@ def test_selection_is_ruff_like():
 
 
 def test_rule_and_rules_commands():
-    r = run_cli("rule", "OCC010")
+    r = run_main("rule", "OCC010")
     assert r.returncode == 0 and r.stdout.startswith("# OCC010 register-cliff")
-    r = run_cli("rule", "register-cliff")
+    r = run_main("rule", "register-cliff")
     assert r.returncode == 0 and "OCC010" in r.stdout
-    r = run_cli("rule", "OCC011x")
+    r = run_main("rule", "OCC011x")
     assert r.returncode == 2 and "did you mean `OCC011`" in r.stderr
-    r = run_cli("rules")
+    r = run_main("rules")
     assert r.returncode == 0 and all(code in r.stdout for code in CODES)
 
 

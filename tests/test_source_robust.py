@@ -153,7 +153,7 @@ _TOKENS = ["__global__", "void", "k", "(", ")", "{", "}", "<<<", ">>>", ",", ";"
            "#define L(x) do { x<<<1, 2>>>(); } while (0)\n", "##", "#define K(n) void n() {"]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(
     st.lists(st.sampled_from(_TOKENS), max_size=80).map(" ".join),
     st.text(max_size=300),

@@ -10,11 +10,13 @@ occlint's gpus.toml (the same numbers the engine uses), so the comparison is of 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from occlint.gpus import ArchLimits, default_gpu
@@ -69,13 +71,26 @@ class Oracle:
 
     @classmethod
     def build(cls, header: Path, workdir: Path) -> Oracle:
+        """The harness compiled against `header`, kept in the temp folder between test sessions
+        (and xdist workers) under a name hashing every input of the compile: the harness
+        source, the header (which includes only the C library's) and g++ (path, size, mtime)."""
         gxx = shutil.which("g++") or shutil.which("c++")
         if gxx is None:
             raise RuntimeError("g++ not found")
-        exe = Path(workdir) / "occ_harness"
-        subprocess.run([gxx, "-O1", "-std=c++14", "-I", str(header.parent), "-o", str(exe),
-                        str(HERE / "occ_harness.cpp")], check=True, capture_output=True,
-                       text=True)
+        key = hashlib.sha256((HERE / "occ_harness.cpp").read_bytes() + header.read_bytes())
+        st = os.stat(os.path.realpath(gxx))
+        key.update(f"{os.path.realpath(gxx)} {st.st_size} {st.st_mtime_ns}".encode())
+        exe = Path(tempfile.gettempdir()) / f"occlint-test-occ_harness-{key.hexdigest()[:16]}"
+        if not os.access(exe, os.X_OK):
+            part = Path(workdir) / "occ_harness"
+            subprocess.run([gxx, "-O1", "-std=c++14", "-I", str(header.parent), "-o", str(part),
+                            str(HERE / "occ_harness.cpp")], check=True, capture_output=True,
+                           text=True)
+            try:
+                shutil.copy2(part, f"{exe}.{os.getpid()}")
+                os.replace(f"{exe}.{os.getpid()}", exe)        # atomic: workers race here
+            except OSError:
+                exe = part
         return cls(exe)
 
     def _run(self, lines: list[str]) -> list[list[int]]:
