@@ -232,6 +232,8 @@ def _check_value(key: str, value, where: str, base: Path):
         expanded = os.path.expanduser(value)
         if key == "nvcc" and os.sep not in expanded and "/" not in expanded:
             return expanded        # a command name found on PATH
+        if key == "nvcc":          # links kept: the tracked-program guard looks at each one
+            return os.path.join(base, expanded)
         return str((base / expanded).resolve())
     if kind == "paths":
         return tuple(str((base / os.path.expanduser(p)).resolve()) for p in strings(value))

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
+import pytest
 from conftest import SCALE_100, run_cli
 
 
@@ -71,3 +73,96 @@ def test_an_untracked_wrapper_named_in_the_config_still_runs(tmp_path, nvcc_path
                    env={"PATH": os.environ["PATH"]})
     assert marker.exists()
     assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _entry(root, *args):
+    entry = {"directory": str(root), "file": str(root / "k.cu"),
+             "arguments": ["nvcc", *args, "-c", "k.cu", "-o", "k.o"]}
+    (root / "compile_commands.json").write_text(json.dumps([entry]))
+
+
+def _check_from(cwd, path):
+    return run_cli("check", "--output-format", "concise", "--no-cache", "--arch", "sm_90", path,
+                   cwd=cwd)
+
+
+@pytest.mark.parametrize("where", ["entry directory", "another directory"])
+def test_relative_ccbin_is_found_from_the_entry_directory(tmp_path, nvcc_path, where):
+    """nvcc runs in the entry's `directory`, so a relative `-ccbin` names a file there, wherever
+    occlint itself runs; the old guard looked it up from occlint's working directory."""
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    _repo_with_program(tmp_path, "g++", marker)
+    _entry(tmp_path, "-ccbin", "tools/g++")
+    (tmp_path / "elsewhere").mkdir()
+    cwd, path = (tmp_path, "k.cu") if where == "entry directory" else (tmp_path / "elsewhere", "../k.cu")
+    proc = _check_from(cwd, path)
+    assert not marker.exists()
+    assert "dropped `-ccbin tools/g++`: a host compiler the repository tracks" in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_an_untracked_relative_ccbin_still_runs_from_another_directory(tmp_path, nvcc_path):
+    gxx = shutil.which("g++")
+    (tmp_path / "cc").mkdir()
+    (tmp_path / "cc" / "g++").symlink_to(gxx)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    _entry(tmp_path, "-ccbin", "cc/g++")
+    (tmp_path / "elsewhere").mkdir()
+    proc = _check_from(tmp_path / "elsewhere", "../k.cu")
+    assert "dropped" not in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _outside_program(tmp_path, name, marker):
+    out = tmp_path.parent / f"{tmp_path.name}-outside"
+    out.mkdir()
+    prog = out / name
+    prog.write_text(f"#!/bin/sh\ntouch '{marker}'\nexit 1\n")
+    prog.chmod(0o755)
+    return prog
+
+
+def test_ccbin_through_a_tracked_symlink_is_dropped(tmp_path, nvcc_path):
+    """A tracked `tools/g++` linking to a program outside the checkout is shipped too."""
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    target = _outside_program(tmp_path, "g++", marker)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "g++").symlink_to(target)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "tools", "k.cu"], check=True)
+    _entry(tmp_path, "-ccbin", "tools/g++")
+    proc = _check_from(tmp_path, "k.cu")
+    assert not marker.exists()
+    assert "a host compiler the repository tracks" in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_ccbin_that_is_no_compiler_is_dropped(tmp_path, nvcc_path):
+    """`-ccbin /usr/bin/perl` would run an interpreter with nvcc's arguments."""
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    prog = _outside_program(tmp_path, "evil-tool", marker)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    _entry(tmp_path, f"-ccbin={prog}")
+    proc = _check_from(tmp_path, "k.cu")
+    assert not marker.exists()
+    assert f"dropped `-ccbin {prog}`: not the name of a C++ compiler" in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("how", ["tracked symlink", "not called nvcc"])
+def test_config_nvcc_through_a_link_or_by_another_name_is_never_run(tmp_path, how):
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    if how == "tracked symlink":
+        (tmp_path / "tools").mkdir()
+        (tmp_path / "tools" / "nvcc").symlink_to(_outside_program(tmp_path, "nvcc", marker))
+        subprocess.run(["git", "-C", str(tmp_path), "add", "tools"], check=True)
+        (tmp_path / "occlint.toml").write_text('nvcc = "tools/nvcc"\n')
+    else:
+        prog = _outside_program(tmp_path, "build-helper", marker)
+        (tmp_path / "occlint.toml").write_text(f'nvcc = "{prog}"\n')
+    proc = run_cli("check", ".", cwd=tmp_path)
+    assert not marker.exists()
+    assert proc.returncode == 2 and "occlint does not run programs" in proc.stderr, proc.stderr

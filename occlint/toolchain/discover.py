@@ -109,8 +109,8 @@ def compiler_from_compile_commands(entries: list[dict]) -> str | None:
         args = entry_arguments(entry)
         for i, arg in enumerate(args):
             if os.path.basename(arg).startswith("nvcc"):
-                path = arg if os.path.isabs(arg) else os.path.join(entry.get("directory", "."), arg)
-                return path if os.sep in arg else (shutil.which(arg) or path)
+                from occlint.toolchain.vet import program_path
+                return program_path(arg, str(entry.get("directory", ".")))
             if os.path.basename(arg) not in _LAUNCHERS and arg != "--" and i > 0:
                 break
     return None
@@ -178,15 +178,44 @@ _FROM_FILES = ("config", "compile_commands.json")
 
 
 def shipped_by_repository(path: str) -> bool:
-    """Whether `path` (resolved) is a file some git repository tracks: a program the checkout
-    itself ships. occlint never runs such a program because a config file or a compilation
-    database names it; the user's environment ($CUDACXX, PATH) still may."""
+    """Whether `path`, or any symlink met on the way to the file it names, is a file some git
+    repository tracks: a program the checkout itself ships (a tracked `tools/g++` linking to a
+    system interpreter counts). occlint never runs such a program because a config file or a
+    compilation database names it; the user's environment ($CUDACXX, PATH) still may."""
     if os.sep not in path and "/" not in path:
         path = shutil.which(path) or path       # a command name: the file PATH gives
-    real = os.path.realpath(path)
+    *links, real = path_hops(os.path.join(os.getcwd(), path))   # no normpath: `..` after a link
     if os.path.isdir(real):                     # -ccbin may name the folder of the compiler
         real = os.path.join(real, "g++")
-    folder = os.path.dirname(real)
+    return any(_tracked(p) for p in [*links, real])
+
+
+def path_hops(path: str) -> list[str]:
+    """Every symlink the system meets while it resolves the absolute `path` (each named by its
+    resolved folder), then the path it ends at. Unlike realpath, the links are kept."""
+    hops: list[str] = []
+    pending = [p for p in path.split("/") if p]
+    cur, budget = "/", 40
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, part) if part != "." else cur
+        if part != "." and os.path.islink(nxt) and budget:
+            budget -= 1
+            hops.append(nxt)
+            target = os.readlink(nxt)
+            cur = "/" if target.startswith("/") else cur
+            pending = [p for p in target.split("/") if p] + pending
+        else:
+            cur = nxt
+    return [*hops, cur]
+
+
+def _tracked(path: str) -> bool:
+    """Whether a git work tree containing `path` tracks it (a file or a symlink)."""
+    folder = os.path.dirname(path)
     top = folder
     while not os.path.exists(os.path.join(top, ".git")):
         parent = os.path.dirname(top)
@@ -197,10 +226,22 @@ def shipped_by_repository(path: str) -> bool:
 
     try:
         code, _, _ = run(["git", "-C", folder, "ls-files", "--error-unmatch", "--",
-                          os.path.basename(real)], timeout=10)
+                          os.path.basename(path)], timeout=10)
     except OSError:                 # no git: it cannot tell, so nothing is known to be shipped
         return False
     return code == 0
+
+
+def _not_runnable(path: str) -> str | None:
+    """Why a `nvcc` that a file in the checkout names must not run, or None: it must be called
+    nvcc (as named and after symlinks, so no system interpreter is run with nvcc's arguments)
+    and must not be shipped by the repository."""
+    names = (os.path.basename(path), os.path.basename(os.path.realpath(shutil.which(path) or path)))
+    if not all("nvcc" in n for n in names):
+        return "is not called nvcc"
+    if shipped_by_repository(path):
+        return "is a file the repository tracks"
+    return None
 
 
 def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None = None) -> Nvcc | None:
@@ -214,12 +255,13 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
     found = None
     timeout = min(PROBE_TIMEOUT, config.compile_timeout) if config is not None else PROBE_TIMEOUT
     for step, path in cands:
-        if step in _FROM_FILES and shipped_by_repository(path):
-            if step == "config":
-                raise OcclintError(
-                    f"nvcc `{path}` is a file the repository tracks; occlint does not run "
-                    "programs a checkout ships (name it in $CUDACXX to use it)")
-            continue
+        if step in _FROM_FILES:
+            why = _not_runnable(path)
+            if why and step == "config":
+                raise OcclintError(f"nvcc `{path}` {why}; occlint does not run programs a "
+                                   "checkout names or ships (name it in $CUDACXX to use it)")
+            if why:
+                continue
         got = _real_nvcc(path, cache, timeout)
         if got is None:
             if step == "config":

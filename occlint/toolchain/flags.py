@@ -28,7 +28,7 @@ _DROP = {
     "--generate-nonsystem-dependencies-with-compile", "--generate-dependency-targets",
     "-E", "--preprocess", "-cubin", "--cubin", "-ptx", "--ptx", "-fatbin", "--fatbin",
     "-dlink", "--device-link", "-lib", "--lib", "-link", "--link", "-keep", "--keep",
-    "-save-temps", "--save-temps", "-dryrun", "--dryrun", "-v", "--verbose", "-time",
+    "-save-temps", "--save-temps", "-dryrun", "--dryrun", "-v", "--verbose",
 }
 # options kept together with a separate value (so the value is never mistaken for an option)
 _KEEP_WITH_VALUE = {
@@ -74,12 +74,9 @@ def filter_flags(args: list[str], source: str | None = None) -> list[str]:
     src = os.path.basename(source) if source else None
     out: list[str] = []
     skip = keep = False
-    for i, arg in enumerate(args):
+    for arg in args:
         if skip:
             skip = False
-            continue
-        if _shipped_host_compiler(arg, args[i + 1] if i + 1 < len(args) else None):
-            skip = "=" not in arg
             continue
         if keep:
             keep = False
@@ -108,26 +105,20 @@ def filter_flags(args: list[str], source: str | None = None) -> list[str]:
     return out
 
 
-def _shipped_host_compiler(arg: str, following: str | None) -> bool:
-    """A `-ccbin`/`--compiler-bindir` naming a program the checkout itself tracks: nvcc would
-    run it, so it is dropped (with a warning) like an unsafe flag."""
-    name, eq, value = arg.partition("=")
-    if name not in ("-ccbin", "--compiler-bindir"):
-        return False
-    value = value if eq else following
-    if not value:
-        return False
-    from occlint.toolchain.discover import shipped_by_repository
+def vetted(flags: list[str], cwd: str) -> list[str]:
+    """`flags` without anything that would make nvcc run a program or write a file outside
+    its temp folder (`vet.vet`, the one place that decides); each dropped flag is named in
+    one warning per process. `cwd` is where nvcc runs them."""
+    from occlint.toolchain.vet import vet
 
-    if not shipped_by_repository(value):
-        return False
-    if value not in _WARNED:
-        import sys
+    kept, warnings = vet(flags, cwd)
+    for text in warnings:
+        if text not in _WARNED:
+            import sys
 
-        _WARNED.add(value)
-        print(f"occlint: warning: dropped `{name} {value}`: a host compiler the repository "
-              "tracks is never run", file=sys.stderr)
-    return True
+            _WARNED.add(text)
+            print(f"occlint: warning: {text}", file=sys.stderr)
+    return kept
 
 
 _WARNED: set[str] = set()
@@ -141,7 +132,7 @@ def config_flags(config: Config) -> list[str]:
         out.append("-I" + str(p if p.is_absolute() else root / p))
     out.extend("-D" + d for d in config.defines)
     out.extend(filter_flags(list(config.nvcc_flags)))
-    return out
+    return vetted(out, os.getcwd())       # nvcc runs them in the working directory
 
 
 @dataclass(frozen=True)
@@ -173,7 +164,7 @@ def unit_command(path: str, config: Config, library_dirs: Sequence[str] = (),
     flags = filter_flags(args, entry.source)
     if not _is_nvcc_command(entry.arguments):   # a host compiler's command: its paths and macros
         flags = host_portable(flags)
-    flags += libs
+    flags = vetted(flags, entry.directory) + libs
     raw = {"file": entry.source if entry.source.endswith(".cu") else path,
            "arguments": list(entry.arguments)}
     return UnitCommand(tuple(flags), entry.directory, archs_for(config, [raw]), entry,
