@@ -59,15 +59,16 @@ class GitIgnore:
             line = line[1:] if negate else line
             dir_only = line.endswith("/")
             line = line.rstrip("/")
-            self.rules.append((folder, line, negate, dir_only))
+            self.rules.append((os.path.abspath(folder), line, negate, dir_only))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         result = False
+        full = os.path.abspath(path)
         for base, pattern, negate, dir_only in self.rules:
             if dir_only and not is_dir:
                 continue
-            rel = os.path.relpath(path, base).replace(os.sep, "/")
-            if rel.startswith(".."):
+            rel = _below(full, base)
+            if rel is None or rel.startswith(".."):
                 continue
             if "/" in pattern.lstrip("/"):
                 hit = fnmatch.fnmatch(rel, pattern.lstrip("/")) or \
@@ -79,6 +80,17 @@ class GitIgnore:
             if hit:
                 result = not negate
         return result
+
+
+def _below(full: str, base: str) -> str | None:
+    """os.path.relpath(full, base) with `/`, for absolute normalized paths; None when `full` is
+    not inside `base` (relpath's `..`)."""
+    if full == base:
+        return "."
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if not full.startswith(prefix):
+        return None
+    return full[len(prefix):].replace(os.sep, "/")
 
 
 def excluded(path: str, config) -> bool:

@@ -216,3 +216,141 @@ def test_a_header_sees_the_macros_its_includer_defines_before_including_it(tmp_p
     # the compiler's dependency lists name the includers when the units are not linted
     deps = {str(tmp_path / "a.cu"): (str(tmp_path / "a.cu"), str(tmp_path / "sizes.h"), header)}
     assert block([], deps) == 64
+
+
+def _plain(path):
+    """A reader of its own: scan never replays a header walk through it."""
+    from occlint.source.preproc import read_header
+
+    return read_header(path)
+
+
+def _random_project(root, rng, headers=8, units=24):
+    names = [f"M{i}" for i in range(6)]
+
+    def lines(n, own):
+        out, depth = [], 0
+        for _ in range(n):
+            r = rng.random()
+            a, b = rng.choice(names), rng.choice(names)
+            if r < 0.2:
+                out.append(f"#define {a} {rng.randint(0, 4)}")
+            elif r < 0.27:
+                out.append(f"#undef {a}")
+            elif r < 0.32:
+                out.append(f"#define F{a}(x) (x + {a})")
+            elif r < 0.52:
+                depth += 1
+                out.append(rng.choice([f"#ifdef {a}", f"#ifndef {a}", f"#if {a} > 2",
+                                       f"#if defined({a}) && {b}", "#if __CUDA_ARCH__ >= 800"]))
+            elif r < 0.6 and depth:
+                out.append(rng.choice(["#else", f"#elif {a} == 1"]))
+            elif r < 0.72 and depth:
+                depth -= 1
+                out.append("#endif")
+            elif r < 0.9:
+                k = rng.randrange(headers)
+                if k != own:
+                    out.append(f'#include "h{k}.h"')
+            elif r < 0.93:
+                out.append("#pragma once")
+            else:
+                out.append(f"int v{rng.randint(0, 99)} = {a};")
+        return "\n".join(out + ["#endif"] * depth) + "\n"
+
+    for k in range(headers):
+        (root / f"h{k}.h").write_text(lines(rng.randint(3, 25), k))
+    for u in range(units):
+        (root / f"u{u}.cu").write_text(lines(rng.randint(3, 20), -1))
+    return [root / f"u{u}.cu" for u in range(units)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_replayed_header_walks_equal_fresh_walks(tmp_path, seed, monkeypatch):
+    """A header walked again from the same outside state is replayed from its first walk; the
+    scan must equal a fresh walk of every line, for every unit and pass, and replays happen."""
+    import random
+
+    from occlint.source import preproc
+
+    monkeypatch.setattr(preproc, "_WALKS", {})
+    replays = []
+    real_replay = preproc._State._replay
+    monkeypatch.setattr(preproc._State, "_replay",
+                        lambda self, rec, depth: replays.append(1) or real_replay(self, rec, depth))
+    units = _random_project(tmp_path, random.Random(seed))
+    views = [View(), View(host=True, complete=True), View(arch="sm_90", complete=True),
+             View(arch="sm_80", defines=("M1=3",), include_dirs=(str(tmp_path),))]
+    for _round in range(2):
+        for unit in units:
+            data = unit.read_bytes()
+            for view in views:
+                assert scan(data, str(unit), view) == scan(data, str(unit), view, _plain), \
+                    (unit.name, view)
+    assert replays
+
+
+def test_an_edited_nested_header_is_walked_again(tmp_path):
+    """A replay checks the bytes of every header the first walk read, so an edit of a header
+    included by an included header is seen in the same process (the language server)."""
+    import os
+
+    (tmp_path / "outer.h").write_text('#include "inner.h"\n')
+    inner = tmp_path / "inner.h"
+    inner.write_text("#define SIZE 1\n")
+    text = b'#include "outer.h"\n'
+    unit = str(tmp_path / "k.cu")
+    assert scan(text, unit).macros[b"SIZE"] == [b"1"]
+    assert scan(text, unit).macros[b"SIZE"] == [b"1"]
+    inner.write_text("#define SIZE 22\n")
+    st = inner.stat()
+    os.utime(inner, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert scan(text, unit).macros[b"SIZE"] == [b"22"]
+
+
+def test_replays_respect_the_include_depth_limit(tmp_path):
+    """A header chain walked first from deep down (cut at MAX_INCLUDE_DEPTH) is not replayed
+    from shallower includes, where more of the chain is followed."""
+    from occlint.source.preproc import MAX_INCLUDE_DEPTH
+
+    n = MAX_INCLUDE_DEPTH + 4
+    for i in range(n):
+        (tmp_path / f"c{i}.h").write_text(f'#define C{i} 1\n#include "c{i + 1}.h"\n')
+    (tmp_path / f"c{n}.h").write_text(f"#define C{n} 1\n")
+    for first in (6, 0, 3):
+        text = f'#include "c{first}.h"\n'.encode()
+        unit = str(tmp_path / f"u{first}.cu")
+        assert scan(text, unit) == scan(text, unit, reader=_plain)
+
+
+def test_directive_lines_are_the_logical_lines_starting_with_hash():
+    """The walk reads only lines that can hold a directive; they must be exactly the logical
+    lines (backslash continuations joined, a continued line never a start) that do."""
+    import random
+
+    from occlint.source.preproc import _DIRECTIVE, _directive_lines
+
+    def every_line(data):
+        pos, n = 0, len(data)
+        while pos < n:
+            end = data.find(b"\n", pos)
+            end = n if end < 0 else end
+            line, start = data[pos:end], pos
+            while line.endswith(b"\\") or line.endswith(b"\\\r"):
+                nxt = data.find(b"\n", end + 1)
+                nxt = n if nxt < 0 else nxt
+                line = line.rstrip(b"\r")[:-1] + b" " + data[end + 1:nxt]
+                end = nxt
+                if end >= n:
+                    break
+            yield start, end, line
+            pos = end + 1
+
+    def directives(lines):
+        return [x for x in lines if b"#" in x[2][:64] and _DIRECTIVE.match(x[2])]
+
+    rng = random.Random(3)
+    parts = [b"#", b"\\", b"\n", b"\r", b" ", b"\t", b"define", b"if", b"x", b"/*", b"*/"]
+    for _ in range(20000):
+        data = b"".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
+        assert directives(_directive_lines(data)) == directives(every_line(data)), data

@@ -30,3 +30,38 @@ def test_a_cuda_only_check_never_imports_libcst(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True).stdout.split()
     assert out[-1] == "False"
+
+
+def test_plain_database_commands_split_as_shlex_does():
+    """Commands with nothing quoted or escaped skip shlex (slow on a long database); every
+    command must split exactly as shlex.split does."""
+    import random
+    import shlex
+
+    from occlint.toolchain.database import entry_arguments
+
+    cases = ["", "nvcc -c a.cu -o a.o", "  nvcc\t-DX=1 \r\n -I/x  ", 'nvcc -D"A B" a.cu',
+             "nvcc -DA='1 2' a.cu", "nvcc a\\ b.cu", "nvcc # not a comment", "nvcc\x0c-c a.cu",
+             "nvcc\u00a0-c", "nvcc -c a.cu\n"]
+    rng = random.Random(5)
+    parts = ["nvcc", " ", "\t", "\n", "-c", "'", '"', "\\", "#", "a.cu", "\x0b", "\u2003", "="]
+    cases += ["".join(rng.choice(parts) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    for command in cases:
+        try:
+            want = shlex.split(command)
+        except ValueError:
+            continue                         # unbalanced quotes: shlex's error either way
+        assert entry_arguments({"command": command}) == want, repr(command)
+
+
+def test_gitignore_paths_relative_as_relpath():
+    import os
+
+    from occlint.discover import _below
+
+    for full, base in [("/a/b/c", "/a"), ("/a/b", "/a/b"), ("/a/bc", "/a/b"), ("/a", "/a/b"),
+                       ("/x/..y", "/x"), ("/r", "/"), ("/a/b/c", "/a/b/")]:
+        rel = os.path.relpath(full, base)
+        want = None if rel.startswith("..") and not os.path.basename(full).startswith("..") \
+            else rel
+        assert _below(full, os.path.normpath(base) if base != "/" else base) == want

@@ -199,14 +199,12 @@ class Context:
         """Macros the file does not define itself: those of the project headers it includes
         (live for this view) and the view's -D and predefined ones."""
         env = self.env
-        for name, bodies in self.pp.macros.items():
+        for name, bodies in self.pp.macros.items():        # stripped and distinct (preproc)
             if name not in env.macros and name not in env.fmacros:
-                for body in bodies:
-                    env.add_macro(name, body)
+                env.macros[name] = list(bodies)
         for name, defs in self.pp.fmacros.items():
             if name not in env.macros and name not in env.fmacros:
-                for params, body in defs:
-                    env.add_macro(name, body, params)
+                env.fmacros[name] = list(defs)
         for name, value in (self.view.predefined().items() if self.view else ()):
             if name not in env.macros and name not in env.fmacros:
                 if isinstance(value, tuple):       # a function-like macro from the includer

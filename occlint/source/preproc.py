@@ -31,6 +31,7 @@ _BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
 _LINE_COMMENT = re.compile(rb"//.*$")
 _INCLUDE = re.compile(rb'^\s*"([^"]+)"|^\s*<([^>]+)>')
 _NAME = re.compile(rb"[A-Za-z_]\w*")
+_DEFINE = re.compile(rb"\s*([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", re.S)
 _TOKEN = re.compile(rb"\s*(?:(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)[uUlL]*|([A-Za-z_]\w*)|"
                     rb"(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&|^!~?:()]))")
 UNKNOWN = object()          # a macro whose definition depends on a branch of unknown truth
@@ -99,23 +100,132 @@ class Scan:
         return i >= 0 and self.dead[i][0] <= start and (end or start) <= self.dead[i][1]
 
 
-def _lines(data: bytes):
-    """(start, end, logical line) with backslash continuations joined."""
-    pos, n = 0, len(data)
-    while pos < n:
-        end = data.find(b"\n", pos)
-        end = n if end < 0 else end
-        line = data[pos:end]
-        start = pos
-        while line.endswith(b"\\") or line.endswith(b"\\\r"):
-            nxt = data.find(b"\n", end + 1)
-            nxt = n if nxt < 0 else nxt
-            line = line.rstrip(b"\r")[:-1] + b" " + data[end + 1:nxt]
-            end = nxt
-            if end >= n:
-                break
-        yield start, end, line
-        pos = end + 1
+def _logical_line(data: bytes, pos: int, n: int) -> tuple[int, int, bytes]:
+    """(start, end, text) of the line starting at `pos`, backslash continuations joined."""
+    end = data.find(b"\n", pos)
+    end = n if end < 0 else end
+    line = data[pos:end]
+    while line.endswith(b"\\") or line.endswith(b"\\\r"):
+        nxt = data.find(b"\n", end + 1)
+        nxt = n if nxt < 0 else nxt
+        line = line.rstrip(b"\r")[:-1] + b" " + data[end + 1:nxt]
+        end = nxt
+        if end >= n:
+            break
+    return pos, end, line
+
+
+# A physical line that may begin a directive: blanks (and blank lines continued by a backslash)
+# then `#`. Only such lines can match _DIRECTIVE, so the walk skips every other line in C.
+_HASH_LINE = re.compile(rb"^[ \t]*(?:\\\r?\n[ \t]*)*#", re.M)
+
+
+def _directive_lines(data: bytes):
+    """The logical lines of `data` (as `_lines` yields them) that start with `#`: the only ones
+    a directive can be on. A line continuing the one before it is never a start."""
+    n = len(data)
+    for m in _HASH_LINE.finditer(data):
+        pos = m.start()
+        if pos and (data.endswith(b"\\", 0, pos - 1) or data.endswith(b"\\\r", 0, pos - 1)):
+            continue
+        yield _logical_line(data, pos, n)
+
+
+# The steps of a walk (`_State.do`).
+_SET, _MACRO, _FMACRO, _HEADER, _SEEN, _ONCE, _ARCH, _COUNT = range(8)
+_MISSING = object()
+
+
+class _Effects:
+    """The net effect of walking some lines: the table entries set, the definitions and headers
+    recorded, the headers marked walked, the conditions counted. Applying it equals doing its
+    steps again in order (the table is only looked up; definition lists keep first-seen order)."""
+
+    __slots__ = ("sets", "macros", "fmacros", "headers", "seen", "once", "arch",
+                 "evaluated", "unknown")
+
+    def __init__(self):
+        self.sets: dict[bytes, object] = {}
+        self.macros: dict[bytes, list[bytes]] = {}
+        self.fmacros: dict[bytes, list[tuple]] = {}
+        self.headers: list[str] = []
+        self.seen: set[str] = set()
+        self.once: set[str] = set()
+        self.arch = False
+        self.evaluated = self.unknown = 0
+
+    def note(self, op: int, a, b) -> None:
+        """One step of `_State.do`."""
+        if op == _SET:
+            self.sets[a] = b
+        elif op == _MACRO:
+            _add(self.macros, a, b)
+        elif op == _FMACRO:
+            _add(self.fmacros, a, b)
+        elif op == _HEADER:
+            self.headers.append(a)
+        elif op == _SEEN:
+            self.seen.add(a)
+        elif op == _ONCE:
+            self.once.add(a)
+        elif op == _ARCH:
+            self.arch = True
+        elif a is None:
+            self.unknown += 1
+        else:
+            self.evaluated += 1
+
+    def add(self, other: _Effects) -> None:
+        self.sets.update(other.sets)
+        _merge(self.macros, other.macros)
+        _merge(self.fmacros, other.fmacros)
+        self.headers += other.headers
+        self.seen |= other.seen
+        self.once |= other.once
+        self.arch = self.arch or other.arch
+        self.evaluated += other.evaluated
+        self.unknown += other.unknown
+
+
+def _add(into: dict, name: bytes, item) -> None:
+    items = into.setdefault(name, [])
+    if item not in items:
+        items.append(item)
+
+
+def _merge(into: dict, new: dict) -> None:
+    for name, items in new.items():
+        have = into.get(name)
+        if have is None:
+            into[name] = list(items)
+        else:
+            have += [x for x in items if x not in have]
+
+
+class _Record(_Effects):
+    """One header's walk: what it read from outside itself (macros, whether a header was already
+    walked, file contents) and its net effect, so that a later walk of the same header from the
+    same outside state is replayed instead of read line by line (a project's common header is
+    included by every file, and each file's scan would walk it again)."""
+
+    __slots__ = ("data", "depth", "deepest", "cut", "reads", "checks", "files")
+
+    def __init__(self, data: bytes, depth: int):
+        super().__init__()
+        self.data, self.depth = data, depth
+        self.deepest = 0            # the deepest include it followed, relative to `depth`
+        self.cut = False            # an include was skipped at MAX_INCLUDE_DEPTH
+        self.reads: dict[bytes, object] = {}    # name -> its entry before the walk set it
+        self.checks: dict[str, bool] = {}       # header -> already walked, when first asked
+        self.files: dict[str, bytes | None] = {}   # header -> the bytes read
+
+    def fits(self, depth: int) -> bool:
+        """Does a walk starting at `depth` follow the same includes?"""
+        return depth == self.depth or (not self.cut and depth + self.deepest < MAX_INCLUDE_DEPTH)
+
+
+_WALKS: dict[tuple, list[_Record]] = {}     # (header path, view) -> its recent walks
+_WALKS_PER_HEADER = 8
 
 
 class _State:
@@ -128,13 +238,121 @@ class _State:
         self.once: set[str] = set()
         self.out = Scan()
         self.stop_at: str | None = None      # macros_at: the header whose #include ends the walk
+        self.recording: list[_Record] = []      # the header walks in progress, outermost first
+
+    # --- reads and steps, also noted by the header walks being recorded ----------------------
+
+    def get(self, name: bytes):
+        """The table's entry for `name` (_MISSING when absent)."""
+        v = self.table.get(name, _MISSING)
+        for rec in self.recording:
+            if name not in rec.sets and name not in rec.reads:
+                rec.reads[name] = v
+        return v
+
+    def walked(self, path: str) -> bool:
+        """Was this header walked (or marked `#pragma once`) in this scan?"""
+        v = path in self.once or path in self.seen_headers
+        for rec in self.recording:
+            if path not in rec.seen and path not in rec.once and path not in rec.checks:
+                rec.checks[path] = v
+        return v
+
+    def read_file(self, path: str) -> bytes | None:
+        data = self.read(path)
+        for rec in self.recording:
+            rec.files.setdefault(path, data)
+        return data
+
+    def do(self, op: int, a=None, b=None) -> None:
+        out = self.out
+        if op == _SET:
+            self.table[a] = b
+        elif op == _MACRO:
+            _add(out.macros, a, b)
+        elif op == _FMACRO:
+            _add(out.fmacros, a, b)
+        elif op == _HEADER:
+            out.headers.append(a)
+        elif op == _SEEN:
+            self.seen_headers.add(a)
+        elif op == _ONCE:
+            self.once.add(a)
+        elif op == _ARCH:
+            out.arch_dependent = True
+        elif a is None:
+            out.unknown += 1
+        else:
+            out.evaluated += 1
+        for rec in self.recording:
+            rec.note(op, a, b)
+
+    def apply(self, eff: _Effects) -> None:
+        """Do what `eff` records, as `do` would have step by step."""
+        out = self.out
+        self.table.update(eff.sets)
+        _merge(out.macros, eff.macros)
+        _merge(out.fmacros, eff.fmacros)
+        out.headers += eff.headers
+        self.seen_headers |= eff.seen
+        self.once |= eff.once
+        out.arch_dependent = out.arch_dependent or eff.arch
+        out.evaluated += eff.evaluated
+        out.unknown += eff.unknown
+        for rec in self.recording:
+            rec.add(eff)
 
     # --- the walk -----------------------------------------------------------------------------
+
+    def walk_header(self, data: bytes, path: str, depth: int) -> None:
+        """Walk a project header, or replay an earlier walk of it that read the same state."""
+        # no replays through a reader of its own (tests), nor for macros_at (it stops mid-walk)
+        memo = self.read is read_header and self.stop_at is None
+        key = (path, self.view)
+        for rec in _WALKS.get(key, ()) if memo else ():
+            if (rec.data is data or rec.data == data) and rec.fits(depth) and \
+                    self._replay(rec, depth):
+                return
+        rec = _Record(data, depth)
+        self.recording.append(rec)
+        try:
+            self.walk(data, path, depth, record=False)
+        finally:
+            self.recording.pop()
+        if memo:
+            if len(_WALKS) > 4096:
+                _WALKS.clear()
+            recs = _WALKS.setdefault(key, [])
+            recs.insert(0, rec)
+            del recs[_WALKS_PER_HEADER:]
+
+    def _replay(self, rec: _Record, depth: int) -> bool:
+        """Apply `rec` if everything it read outside itself reads the same now."""
+        for name, v in rec.reads.items():
+            got = self.get(name)
+            if got is not v and got != v:
+                return False
+        for p, v in rec.checks.items():
+            if self.walked(p) != v:
+                return False
+        for p, v in rec.files.items():
+            got = self.read_file(p)
+            if got is not v and got != v:
+                return False
+        self.apply(rec)
+        self._followed(depth + rec.deepest, rec.cut)
+        return True
+
+    def _followed(self, depth: int, cut: bool) -> None:
+        """An include was followed at `depth` (with `cut`: one was skipped at the limit)."""
+        for rec in self.recording:
+            rec.deepest = max(rec.deepest, depth - rec.depth)
+            rec.cut = rec.cut or cut
 
     def walk(self, data: bytes, path: str, depth: int, record: bool) -> None:
         stack: list[list] = []      # [parent_live, branch_live, any_taken, start_of_dead]
         live: object = True         # True | False | None (unknown)
-        for start, end, line in _lines(data):
+        for start, end, line in _directive_lines(data):
             m = _DIRECTIVE.match(line) if b"#" in line[:64] else None
             if m is None:
                 continue
@@ -191,42 +409,39 @@ class _State:
             elif word == b"undef":
                 name = _NAME.match(rest.strip())
                 if name:
-                    self.table[name.group(0)] = None if live is True else UNKNOWN
-            elif word == b"include" and depth < MAX_INCLUDE_DEPTH:
-                self.include(rest, path, depth)
+                    self.do(_SET, name.group(0), None if live is True else UNKNOWN)
+            elif word == b"include":
+                if depth < MAX_INCLUDE_DEPTH:
+                    self._followed(depth, False)
+                    self.include(rest, path, depth)
+                else:
+                    self._followed(depth, True)
             elif word == b"pragma" and rest.strip() == b"once":
-                self.once.add(path)
+                self.do(_ONCE, path)
         for _parent, _branch, _taken, dead_from in stack:     # unterminated: dead to the end
             if dead_from is not None and record:
                 self.out.dead.append((dead_from, len(data)))
 
     def _count(self, cond) -> None:
-        if cond is None:
-            self.out.unknown += 1
-        else:
-            self.out.evaluated += 1
+        self.do(_COUNT, None if cond is None else True)
 
     def define(self, rest: bytes, live, record: bool) -> None:
-        m = re.match(rb"\s*([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", rest, re.S)
+        m = _DEFINE.match(rest)
         if not m:
             return
         name, body = m.group(1), m.group(4).strip()
+        params = None if m.group(2) is None else \
+            tuple(p.strip() for p in m.group(3).split(b",") if p.strip())
         if live is not True:
-            self.table[name] = UNKNOWN
-        elif m.group(2) is not None:
-            params = tuple(p.strip() for p in m.group(3).split(b",") if p.strip())
-            self.table[name] = (params, body)
+            self.do(_SET, name, UNKNOWN)
+        elif params is not None:
+            self.do(_SET, name, (params, body))
         else:
-            self.table[name] = body
-        if m.group(2) is not None:
-            params = tuple(p.strip() for p in m.group(3).split(b",") if p.strip())
-            defs = self.out.fmacros.setdefault(name, [])
-            if (params, body) not in defs:
-                defs.append((params, body))
+            self.do(_SET, name, body)
+        if params is not None:
+            self.do(_FMACRO, name, (params, body))
         else:
-            bodies = self.out.macros.setdefault(name, [])
-            if body not in bodies:
-                bodies.append(body)
+            self.do(_MACRO, name, body)
 
     def include(self, rest: bytes, path: str, depth: int) -> None:
         m = _INCLUDE.match(rest)
@@ -239,23 +454,23 @@ class _State:
             full = os.path.normpath(os.path.join(folder, name))
             if self.stop_at is not None and os.path.realpath(full) == self.stop_at:
                 raise _Reached
-            if full in self.once or full in self.seen_headers:
+            if self.walked(full):
                 return              # walked once per scan: include guards make a second walk a no-op
-            data = self.read(full)
+            data = self.read_file(full)
             if data is None:
                 continue
-            self.seen_headers.add(full)
+            self.do(_SEEN, full)
             if not _project_file(full):
                 return              # toolkit, system and wheel headers: their macros stay unknown
-            self.out.headers.append(full)
-            self.walk(data, full, depth + 1, record=False)
+            self.do(_HEADER, full)
+            self.walk_header(data, full, depth + 1)
             return
 
     # --- conditions ---------------------------------------------------------------------------
 
     def is_defined(self, name: bytes):
-        if name in self.table:
-            v = self.table[name]
+        v = self.get(name)
+        if v is not _MISSING:
             return None if v is UNKNOWN else v is not None
         if self.undefined_name(name):
             return False
@@ -264,7 +479,7 @@ class _State:
     def undefined_name(self, name: bytes) -> bool:
         """Known to be undefined (it is not in the table)."""
         if name.startswith(b"__CUDA_ARCH"):
-            self.out.arch_dependent = True
+            self.do(_ARCH)
             if self.view.arch or self.view.host:
                 return True          # nvcc sets every arch macro it means to set
         return name in self.undefined or (self.view.complete and not _reserved(name))
@@ -298,9 +513,9 @@ class _State:
                 continue
             if kind == "name":
                 if tok.startswith(b"__CUDA_ARCH"):
-                    self.out.arch_dependent = True
-                v = self.table.get(tok, None) if tok in self.table else None
-                if tok in self.table and v is UNKNOWN:
+                    self.do(_ARCH)
+                v = self.get(tok)
+                if v is UNKNOWN:
                     return None
                 if isinstance(v, tuple):
                     return None                 # function-like macros: not expanded here
@@ -309,7 +524,7 @@ class _State:
                     if inner is None:
                         return None
                     out += inner if inner else [("num", 0)]
-                elif tok in (b"true", b"false") or tok in self.table or self.undefined_name(tok):
+                elif tok in (b"true", b"false") or v is not _MISSING or self.undefined_name(tok):
                     out.append(("num", 0))      # undefined (or `true`/`false` below)
                     if tok == b"true":
                         out[-1] = ("num", 1)
@@ -456,9 +671,17 @@ def _apply(op, a, b):
 def _project_file(path: str) -> bool:
     """A header of the user's project (the toolchain's one answer: not /usr, not a CUDA toolkit,
     not the running Python's wheels). Walking library headers cost seconds per file."""
-    from occlint.toolchain.includers import user_files   # lazy: source/ sits below toolchain/
+    hit = _PROJECT_FILES.get(path)
+    if hit is None:
+        from occlint.toolchain.includers import user_files   # lazy: source/ sits below toolchain/
 
-    return bool(user_files([path]))
+        if len(_PROJECT_FILES) > 65536:
+            _PROJECT_FILES.clear()
+        hit = _PROJECT_FILES[path] = bool(user_files([path]))
+    return hit
+
+
+_PROJECT_FILES: dict[str, bool] = {}
 
 
 _HEADERS: dict[str, tuple[float, bytes | None]] = {}

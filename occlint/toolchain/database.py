@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +33,17 @@ class Entry:
 
 
 def entry_arguments(entry: dict) -> list[str]:
-    import shlex
-
     if isinstance(entry.get("arguments"), list):
         return [str(a) for a in entry["arguments"]]
-    return shlex.split(str(entry.get("command", "")))
+    command = str(entry.get("command", ""))
+    if _PLAIN_COMMAND.fullmatch(command):      # nothing quoted or escaped: shlex's own split
+        return command.split()                 # (shlex reads a long database for seconds)
+    import shlex
+
+    return shlex.split(command)
+
+
+_PLAIN_COMMAND = re.compile(r"[^'\"\\\s]*(?:[ \t\r\n]+[^'\"\\\s]*)*")
 
 
 class Database:
