@@ -211,3 +211,39 @@ def test_config_nvcc_flags_are_vetted_the_same_way(tmp_path, nvcc_path):
     assert not marker.exists()
     assert f"dropped `-Xcompiler -B{evil}/`" in proc.stderr
     assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_nvrtc_options_in_a_python_file_write_no_file(tmp_path, nvrtc_lib):
+    """CuPy's `options=` reach NVRTC, which writes `--time=F`, `--fdevice-time-trace=F` and
+    `--create-pch=F` wherever F says."""
+    out = tmp_path / "out"
+    out.mkdir()
+    opts = (f"--time={out}/t.csv", f"--fdevice-time-trace={out}/trace", f"--create-pch={out}/x.pch",
+            "-Xptxas=-v,--output-file=" + f"{out}/o.cubin")
+    (tmp_path / "kern.py").write_text(
+        "import cupy\nk = cupy.RawKernel(r'''__global__ void k(float* x) { x[threadIdx.x] = 1; }''',"
+        f" 'k', options={opts!r})\nk((4096,), (100,), (None,))\n")
+    proc = run_cli("check", "--output-format", "concise", "--no-cache", "--arch", "sm_90",
+                   "kern.py", cwd=tmp_path)
+    assert not os.listdir(out)
+    for opt in opts[:3]:
+        assert f"dropped `{opt}`" in proc.stderr, proc.stderr
+    assert f"dropped `-Xptxas --output-file={out}/o.cubin`" in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_nvcc_options_in_a_python_file_are_vetted(tmp_path, nvrtc_lib, nvcc_path):
+    """`backend="nvcc"` hands the options to nvcc: `-Xcompiler=-B<dir>` would run <dir>/cc1plus."""
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "cc1plus").write_text(f"#!/bin/sh\ntouch '{marker}'\nexit 1\n")
+    (evil / "cc1plus").chmod(0o755)
+    (tmp_path / "kern.py").write_text(
+        "import cupy\nk = cupy.RawKernel(r'''__global__ void k(float* x) { x[threadIdx.x] = 1; }''',"
+        f" 'k', options=('-Xcompiler=-B{evil}/',), backend='nvcc')\nk((4096,), (100,), (None,))\n")
+    proc = run_cli("check", "--output-format", "concise", "--no-cache", "--arch", "sm_90",
+                   "kern.py", cwd=tmp_path)
+    assert not marker.exists()
+    assert f"dropped `-Xcompiler -B{evil}/`" in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr

@@ -168,8 +168,10 @@ def compile_module(mod: Module, arch: str, path: str, config, cache=None) -> Com
 
 def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: str) -> Compiled:
     from occlint.toolchain.cubin import CubinError, cubin_usage
+    from occlint.toolchain.flags import vetted
     from occlint.toolchain.ptxas import parse_usage
 
+    options = vetted(options, "", nvrtc=True)     # a Python file's options are a stranger's too
     try:
         prog = nvrtc.compile_program(source, [f"-arch={arch}", "-Xptxas=-v", *options],
                                      "kernel.cu", list(mod.name_expressions))
@@ -202,7 +204,10 @@ def _with_nvcc(mod: Module, source: str, options: list[str], arch: str, path: st
         unit = os.path.join(tmp, "kernel.cu")
         with open(unit, "w", encoding="utf-8") as fh:
             fh.write(source)
-        usages, errors, _deps = compile_one(nvcc, unit, arch, options, tmp, config.compile_timeout)
+        from occlint.toolchain.flags import vetted      # nothing that runs or writes (vet.py)
+
+        usages, errors, _deps = compile_one(nvcc, unit, arch, vetted(options, tmp), tmp,
+                                            config.compile_timeout)
     shift = _line_shift(mod)
     errors = [CompileError(path, max(1, e.line - shift) if e.line else None, e.column, e.message.replace(unit, "kernel.cu"),
                            e.arch, e.kind, e.kernel, path) for e in errors if e.kind != "warning"]

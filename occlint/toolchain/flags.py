@@ -105,13 +105,13 @@ def filter_flags(args: list[str], source: str | None = None) -> list[str]:
     return out
 
 
-def vetted(flags: list[str], cwd: str) -> list[str]:
-    """`flags` without anything that would make nvcc run a program or write a file outside
-    its temp folder (`vet.vet`, the one place that decides); each dropped flag is named in
-    one warning per process. `cwd` is where nvcc runs them."""
-    from occlint.toolchain.vet import vet
+def vetted(flags: list[str], cwd: str, nvrtc: bool = False) -> list[str]:
+    """`flags` without anything that would make nvcc (or NVRTC) run a program or write a file
+    outside its temp folder (`vet.vet`/`vet.vet_nvrtc`, the one place that decides); each
+    dropped flag is named in one warning per process. `cwd` is where nvcc runs them."""
+    from occlint.toolchain.vet import vet, vet_nvrtc
 
-    kept, warnings = vet(flags, cwd)
+    kept, warnings = vet_nvrtc(flags) if nvrtc else vet(flags, cwd)
     for text in warnings:
         if text not in _WARNED:
             import sys

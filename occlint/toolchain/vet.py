@@ -199,6 +199,33 @@ def vet(flags: list[str], cwd: str) -> tuple[list[str], list[str]]:
     return out, warnings
 
 
+# NVRTC's options that write a file (a CSV of times, a trace, a precompiled header)
+_NVRTC_UNSAFE = {"time", "fdevice-time-trace", "create-pch", "pch", "pch-dir"}
+
+
+def vet_nvrtc(options: list[str]) -> tuple[list[str], list[str]]:
+    """(NVRTC `options` from a Python file without those that write files, one warning per
+    dropped option). NVRTC runs no program; its `-Xptxas` words are vetted as ptxas's."""
+    out: list[str] = []
+    warnings: list[str] = []
+    i = 0
+    while i < len(options):
+        opt = options[i]
+        i += 1
+        name, eq, value = opt.lstrip("-").partition("=")
+        if name in ("Xptxas", "ptxas-options"):
+            if not eq and i < len(options):
+                value, i = options[i], i + 1
+            kept, dropped = _tool_words([w for w in re.split(r"[,\s]+", value) if w], _ptxas_ok)
+            warnings += [_warning(f"{opt.partition('=')[0]} {w}") for w in dropped]
+            out += [f"{opt.partition('=')[0]}={','.join(kept)}"] if kept else []
+        elif name in _NVRTC_UNSAFE:
+            warnings.append(_warning(opt))
+        else:
+            out.append(opt)
+    return out, warnings
+
+
 def _warning(flag: str) -> str:
     return (f"dropped `{flag}` from the build flags: occlint passes on only options known not "
             "to run a program or write a file")
