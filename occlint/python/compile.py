@@ -199,13 +199,12 @@ def _with_unit(u: Usage, path: str) -> Usage:
 
 def _with_nvcc(mod: Module, source: str, options: list[str], arch: str, path: str, nvcc, config) -> Compiled:
     from occlint.toolchain.compile import compile_one
+    from occlint.toolchain.flags import vetted      # nothing that runs or writes (vet.py)
 
     with tempfile.TemporaryDirectory(prefix="occlint-py-") as tmp:
         unit = os.path.join(tmp, "kernel.cu")
         with open(unit, "w", encoding="utf-8") as fh:
             fh.write(source)
-        from occlint.toolchain.flags import vetted      # nothing that runs or writes (vet.py)
-
         usages, errors, _deps = compile_one(nvcc, unit, arch, vetted(options, tmp), tmp,
                                             config.compile_timeout)
     shift = _line_shift(mod)
