@@ -36,7 +36,7 @@ local ok, err = pcall(function()
                                     code = d.code or (d.user_data and d.user_data.lsp and d.user_data.lsp.code),
                                     message = d.message })
   end
-  local clients = vim.lsp.get_active_clients({ bufnr = buf })
+  local clients = (vim.lsp.get_clients or vim.lsp.get_active_clients)({ bufnr = buf })  -- 0.10+ or older
   out.clients = {}
   for _, c in ipairs(clients) do table.insert(out.clients, c.name) end
 

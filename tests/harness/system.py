@@ -32,10 +32,20 @@ def ensure_debian_package(package: str, binary: str, *, timeout: float = 900) ->
     found = shutil.which(binary)
     if found:
         return found
+    install_debian_package(package, timeout=timeout)
+    found = shutil.which(binary)
+    if found is None:
+        raise Unavailable(f"apt-get installed {package} but `{binary}` is not on PATH")
+    return found
+
+
+def install_debian_package(package: str, *, timeout: float = 900) -> None:
+    """`apt-get install -y --no-install-recommends PACKAGE` (after one `apt-get update` when the
+    package lists lack it); raises Unavailable when that cannot be done here."""
     if shutil.which("apt-get") is None:
-        raise Unavailable(f"`{binary}` not found and apt-get is not available to install {package}")
+        raise Unavailable(f"apt-get is not available to install {package}")
     if hasattr(os, "geteuid") and os.geteuid() != 0:
-        raise Unavailable(f"`{binary}` not found; install it with `apt-get install {package}` (needs root)")
+        raise Unavailable(f"install {package} with `apt-get install {package}` (needs root)")
     try:
         done = _apt("install", "-y", "--no-install-recommends", package, timeout=timeout)
         if done.returncode != 0:
@@ -43,11 +53,9 @@ def ensure_debian_package(package: str, binary: str, *, timeout: float = 900) ->
             done = _apt("install", "-y", "--no-install-recommends", package, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Unavailable(f"apt-get install {package} failed: {exc}") from None
-    found = shutil.which(binary)
-    if done.returncode != 0 or found is None:
+    if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise Unavailable(f"apt-get install {package} failed: {' | '.join(tail)}")
-    return found
 
 
 def in_ci() -> bool:
