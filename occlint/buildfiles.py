@@ -54,9 +54,58 @@ def kind_of(path: str) -> str:
 
 
 def scan(text: str, path: str) -> list[FlagHit]:
-    """The `-maxrregcount` flags that cap registers: `-maxrregcount=0` means no limit (nvcc's
-    default), so it is not one."""
-    return [hit for hit in SCANNERS[kind_of(path)](text) if hit.value != 0]
+    """The `-maxrregcount` flags that cap registers for an optimised build: `-maxrregcount=0`
+    means no limit (nvcc's default), and a cap set beside `-G` (a device-debug build, where
+    unoptimised code needs it to launch at all) is not about occupancy."""
+    kind = kind_of(path)
+    return [hit for hit in SCANNERS[kind](text) if hit.value != 0
+            and not _beside_device_debug(text, hit.span, kind)]
+
+
+_DEBUG = re.compile(r"(?<![\w-])(?:-G|--device-debug)(?![\w-])")
+_OPEN = {"cmake": re.compile(r"^\s*if\s*\(", re.I), "make": re.compile(r"^\s*if(?:n?eq|n?def)\b")}
+_CLOSE = {"cmake": re.compile(r"^\s*endif\s*\(", re.I), "make": re.compile(r"^\s*endif\b")}
+_BRANCH = {"cmake": re.compile(r"^\s*(?:else|elseif)\s*\(", re.I), "make": re.compile(r"^\s*else\b")}
+
+
+def _beside_device_debug(text: str, span: Span, kind: str) -> bool:
+    """Is `-G` on the flag's line, or in the innermost conditional branch that holds it?"""
+    lines = [_strip_hash_comments(line) for line in split_lines(text)]
+    at = span.line - 1
+    if _DEBUG.search(lines[at]):
+        return True
+    if kind not in _OPEN:
+        return False
+    start = end = None
+    depth = 0
+    for i in range(at - 1, -1, -1):           # up to the branch's opening line
+        if _CLOSE[kind].match(lines[i]):
+            depth += 1
+        elif _OPEN[kind].match(lines[i]):
+            if depth == 0:
+                start = i
+                break
+            depth -= 1
+        elif depth == 0 and _BRANCH[kind].match(lines[i]):
+            start = i
+            break
+    if start is None:
+        return False
+    depth = 0
+    for i in range(at + 1, len(lines)):       # down to the branch's end
+        if _OPEN[kind].match(lines[i]):
+            depth += 1
+        elif _CLOSE[kind].match(lines[i]):
+            if depth == 0:
+                end = i
+                break
+            depth -= 1
+        elif depth == 0 and _BRANCH[kind].match(lines[i]):
+            end = i
+            break
+    if end is None:
+        return False
+    return any(_DEBUG.search(line) for line in lines[start + 1:end])
 
 
 def _span(text: str, start: int, end: int) -> Span:

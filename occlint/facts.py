@@ -145,9 +145,11 @@ def launch_arg(launch: Launch, index: int) -> Span:
 
 
 def serial(launch: Launch) -> bool:
-    """A grid of exactly one block: deliberate (setup, a `<<<1, 1024>>>` final reduction step).
-    One block uses one SM whatever the occupancy, so there is no shape, grid or occupancy advice."""
-    return launch.grid.total == 1
+    """A grid of exactly one block, or a whole launch of at most one warp of threads (a printf
+    demo's `<<<2, 2>>>`): deliberate (setup, a `<<<1, 1024>>>` final reduction step). It uses one
+    SM, or less than a warp of lanes, whatever its shape: no shape, grid or occupancy advice."""
+    grid, block = launch.grid.total, launch.block.total
+    return grid == 1 or (grid is not None and block is not None and grid * block <= 32)
 
 
 def intent_met(site: Site) -> bool:

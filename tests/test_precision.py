@@ -182,6 +182,10 @@ def test_single_block_launches_are_deliberate():
         assert _codes(_kernel("", launch), 16) == [], launch
     assert _codes(_kernel("", "k<<<1, 256>>>(x)"), 35) == []          # no OCC010 for one block
     assert _codes(_kernel("", "k<<<2, 100>>>(x)"), 16) == ["OCC031"]
+    # a whole launch of at most one warp (cuda-samples' printf demos: <<<2, 2>>>, 2x2 blocks of 2x4)
+    assert _codes(_kernel("", "k<<<2, 2>>>(x)"), 16) == []
+    assert _codes(_kernel("", "k<<<dim3(2, 2), dim3(2, 4)>>>(x)"), 16) == []
+    assert _codes(_kernel("", "k<<<dim3(2, 3), dim3(2, 4)>>>(x)"), 16) == ["OCC031"]     # 48 threads
 
 
 # --- 5: a cliff is near ---------------------------------------------------------------------------
