@@ -105,8 +105,21 @@ def merge_choices(hits: Iterable[Hit]) -> list[Hit]:
             continue
         hs = groups[item]
         held = [(h.values.get("block"), h.values.get("dynamic_smem")) for h in hs]
+        if _minor_point_of_a_sweep(hs[0], held):
+            continue
         merged.append(replace(hs[0], values={**hs[0].values, "holds_for": tuple(held)}))
     return merged
+
+
+def _minor_point_of_a_sweep(hit: Hit, held) -> bool:
+    """Advice that holds for fewer than half the block sizes a benchmark sweep tries (a launch
+    walking `int sizes[] = {32, ..., 1024}`): the harness tries them all on purpose, and the
+    size it keeps is chosen by measurement. Errors (a launch that fails) are always kept."""
+    from occlint.registry import RULES
+    if not hit.values.get("sweep") or RULES[hit.code].severity == "error":
+        return False
+    sizes = {b for b, _d in hit.values["choices"]}
+    return 2 * len({b for b, _d in held}) < len(sizes)
 
 
 def choices_note(values: dict) -> str:
@@ -192,6 +205,7 @@ def _occ_values(site: Site, facts: Facts) -> dict:
         "min_occupancy": Pct(facts.config.min_occupancy),
         "max_block": site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024,
         "choices": site.launch.choices if site.launch is not None else (),
+        "sweep": site.launch is not None and site.launch.sweep,
     }
 
 
@@ -477,15 +491,40 @@ def dynamic_shared_memory_without_opt_in(facts: Facts) -> Iterator[Hit]:
         seen.add(key)
         values = {"kernel": site.label, "dynamic_smem": site.dynamic_smem, "static_smem": site.static_smem,
                   "smem": total, "limit": STATIC_SMEM_LIMIT, "block": site.block,
-                  "opted": max((a.value for a in opted), default=0), "choices": launch.choices}
+                  "opted": max((a.value for a in opted), default=0), "choices": launch.choices,
+                  "sweep": launch.sweep}
         at = line_start(facts.text, launch.span.start)
         call = (f"{indentation(facts.text, launch.span.start)}cudaFuncSetAttribute({callee_text(launch)}, "
                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {site.dynamic_smem});\n")
         fix = FixSpec((Edit(call, span_of(facts, at, at)),), "safe", values)
-        if opted or launch.choices or facts.text[at:launch.span.start].strip():
-            fix = None    # an existing call to raise, several sizes, or the launch shares its line
+        if opted or launch.choices or not own_statement(facts.text, launch.span.start, launch.span.end):
+            fix = None    # an existing call to raise, several sizes, or no line of its own to add
         yield Hit("OCC022", launch_arg(launch, 2), values, "too_small" if opted else "message",
                   None, k.qualname, fix, ())
+
+
+def own_statement(text: str, start: int, end: int) -> bool:
+    """Is text[start:end] a whole statement on lines of its own, inside a `{}` block, so that a
+    statement inserted on the line before it runs exactly when it does? Not the body of a braceless
+    `if`/`for`/`while`/`else`/`do` (the insert would run unconditionally or once), not part of a
+    comma expression, not inside a macro body (a line without its `\\` would end the macro)."""
+    at = line_start(text, start)
+    if text[at:start].strip() or not text[end:].lstrip(" \t").startswith(";"):
+        return False
+    prev = text[:at].rstrip()
+    if text[:at].rstrip("\r\n").endswith("\\"):
+        return False         # a continued line: a macro body
+    while True:          # skip comments and preprocessor lines
+        line = prev[line_start(prev, len(prev)):]
+        if line.lstrip().startswith(("#", "//")):
+            prev = prev[:len(prev) - len(line)].rstrip()
+        elif prev.endswith("*/") and "/*" in prev:
+            prev = prev[:prev.rfind("/*")].rstrip()
+        else:
+            break
+    if prev.endswith("\\"):
+        return False
+    return not prev or prev[-1] in ";{}" or (prev[-1] == ":" and not prev.endswith("::"))
 
 
 def _launch_sites(facts: Facts) -> dict[int, list[Site]]:
@@ -666,7 +705,8 @@ def unlaunchable_configuration(facts: Facts) -> Iterator[Hit]:
         values = {"kernel": site.label, "arch": site.arch, "block": site.block,
                   "regs": site.usage.registers if site.usage else None,
                   "smem": site.static_smem + site.dynamic_smem,
-                  "dynamic_smem": site.dynamic_smem, "choices": site.launch.choices}
+                  "dynamic_smem": site.dynamic_smem, "choices": site.launch.choices,
+                  "sweep": site.launch.sweep}
         limiter = site.unlaunchable
         if limiter == "threads":
             dims = site.launch.block

@@ -131,6 +131,7 @@ class Launch:
     # when the block size or dynamic shared memory is one of a few values (source.values):
     # every (block total, dynamic smem bytes) pair the launch may take; () otherwise
     choices: tuple[tuple[int, int], ...] = ()
+    sweep: bool = False       # the choices walk a constant array of 3+ block sizes (a benchmark)
 
 
 @dataclass(frozen=True)

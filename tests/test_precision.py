@@ -326,3 +326,73 @@ def test_occ001_without_a_launch_proposes_the_smallest_cap_over_block_sizes():
     # best 37.5% at 768 threads; 64 registers reach 50% (4 x 256), not 40 for 2 x 768 (75%)
     assert "37.5% (at 768 threads/block)" in f.message, f.message
     assert "16 fewer registers/thread (64) would reach 50% at" in f.message, f.message
+
+
+# --- 8: the one safe fix never changes when code runs -------------------------------------------
+
+OPT_IN = """\
+__global__ void k(float* x) { extern __shared__ float s[]; x[threadIdx.x] = s[threadIdx.x]; }
+#define LAUNCH(x) \\
+    k<<<100, 256, 65536>>>(x); \\
+    k<<<100, 256, 65536>>>(x)
+void run(float* x, bool go) {
+    if (go)
+        k<<<100, 256, 65536>>>(x);
+    if (go) {
+        k<<<100, 256, 65536>>>(x);   // fixed
+    } else
+        k<<<100, 256, 65536>>>(x);
+    for (int i = 0; i < 2; ++i)
+        k<<<100, 256, 65536>>>(x);
+    do
+        k<<<100, 256, 65536>>>(x);
+    while (0);
+    switch (go) {
+    case true:
+        k<<<100, 256, 65536>>>(x);   // fixed
+    }
+#if 1
+    // a comment
+    k<<<100, 256, 65536>>>(x);   // fixed
+#endif
+    k<<<100, 256, 65536>>>(x), go = false;
+}
+"""
+
+
+def test_occ022_opt_in_is_offered_only_where_it_runs_exactly_when_the_launch_does():
+    usage = [Usage(kernel="k", arch="sm_90", registers=32)]
+    findings = [f for f in lint_source(OPT_IN, "k.cu", usage, Config(arch=("sm_90",)))
+                if f.code == "OCC022"]
+    lines = OPT_IN.splitlines()
+    assert len(findings) >= 9
+    fixed = {f.span.line for f in findings if f.fix is not None}
+    assert fixed == {n for n, line in enumerate(lines, 1) if line.endswith("// fixed")}
+    assert all(f.fix.applicability == "safe" for f in findings if f.fix is not None)
+
+
+# --- benchmark sweeps: advice for a minority of the sizes a harness tries is not kept ------------
+
+SWEEP = """\
+__global__ void k(float* x) { extern __shared__ float s[]; x[threadIdx.x] = s[threadIdx.x]; }
+void run(float* x, int n, bool small) {
+    int sizes[] = {32, 64, 128, 256, 512, 1024};
+    for (int j = 0; j < 6; ++j) {
+        int block = sizes[j];
+        k<<<n / block, block, 12800>>>(x);
+    }
+    int bs = small ? 32 : 256;
+    k<<<n / bs, bs, 12800>>>(x);
+    for (int j = 0; j < 6; ++j)
+        k<<<n / sizes[j], sizes[j], 65536>>>(x);
+}
+"""
+
+
+def test_a_benchmark_sweep_keeps_errors_and_advice_for_most_sizes_only():
+    usage = [Usage(kernel="k", arch="sm_90", registers=32)]
+    found = {(f.span.line, f.code) for f in lint_source(SWEEP, "k.cu", usage, Config(arch=("sm_90",)))}
+    # 12800 B at 32 threads is 25% (shared memory binds); every larger size reaches the target
+    assert (6, "OCC002") not in found                 # 1 of the 6 sizes a sweep tries
+    assert (9, "OCC002") in found                     # one of two sizes a condition picks
+    assert (11, "OCC022") in found                    # 64 KiB without the opt-in fails at every size

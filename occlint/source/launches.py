@@ -207,7 +207,8 @@ class LaunchReader:
         if runtime:
             b = Dim3(None, None, None, b.text)
         dyn = self.smem(smem, scope)
-        choices = config_choices(ctx, block, smem, scope, b.total, dyn) \
+        trace: set = set()
+        choices = config_choices(ctx, block, smem, scope, b.total, dyn, trace) \
             if not runtime and (b.total is None or dyn is None) else ()
         return Launch(
             callee=name, path=ctx.path, span=tx.node_span(call),
@@ -220,7 +221,7 @@ class LaunchReader:
             config_span=tx.node_span(config) if config is not None else None,
             arg_spans=tuple(tx.node_span(a) for a in args),
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
-            choices=choices,
+            choices=choices, sweep="array" in trace and len({c[0] for c in choices}) >= 3,
         )
 
     def chevrons(self) -> list[Launch]:

@@ -16,12 +16,13 @@ MAX_DEPTH = 4
 
 
 def few_values(ctx: Context, node, scope: int | None, depth: int = 0,
-               bind: dict | None = None) -> tuple[int, ...] | None:
-    """The values `node` may take; `bind`: names fixed to one value (the block size's)."""
+               bind: dict | None = None, trace: set | None = None) -> tuple[int, ...] | None:
+    """The values `node` may take; `bind`: names fixed to one value (the block size's);
+    `trace` gets "array" when some of them are the elements of a constant array."""
     if node is None or depth > MAX_DEPTH:
         return None
     try:
-        found = _values(ctx, node, scope, depth, bind or {})
+        found = _values(ctx, node, scope, depth, bind or {}, trace if trace is not None else set())
     except RecursionError:          # absurdly nested source: unknown
         return None
     if found is None or not found or len(found) > MAX_VALUES:
@@ -29,7 +30,7 @@ def few_values(ctx: Context, node, scope: int | None, depth: int = 0,
     return tuple(sorted(found))
 
 
-def _values(ctx: Context, node, scope, depth, bind) -> set[int] | None:
+def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
     if node.type == "identifier" and node.text in bind:
         return {bind[node.text]}
     v = ctx.env.value(node, scope)
@@ -37,17 +38,20 @@ def _values(ctx: Context, node, scope, depth, bind) -> set[int] | None:
         return {v}
     t = node.type
     if t == "parenthesized_expression" and node.named_child_count == 1:
-        return _values(ctx, node.named_children[0], scope, depth, bind)
+        return _values(ctx, node.named_children[0], scope, depth, bind, trace)
     if t == "conditional_expression":
-        a = _values(ctx, node.child_by_field_name("consequence"), scope, depth, bind)
-        b = _values(ctx, node.child_by_field_name("alternative"), scope, depth, bind)
+        a = _values(ctx, node.child_by_field_name("consequence"), scope, depth, bind, trace)
+        b = _values(ctx, node.child_by_field_name("alternative"), scope, depth, bind, trace)
         return None if a is None or b is None else a | b
     if t == "subscript_expression":
-        return _array(ctx, node.child_by_field_name("argument"), scope)
+        found = _array(ctx, node.child_by_field_name("argument"), scope)
+        if found is not None and len(found) > 1:
+            trace.add("array")
+        return found
     if t == "binary_expression":
         op = node.child_by_field_name("operator")
-        a = _values(ctx, node.child_by_field_name("left"), scope, depth, bind)
-        b = _values(ctx, node.child_by_field_name("right"), scope, depth, bind)
+        a = _values(ctx, node.child_by_field_name("left"), scope, depth, bind, trace)
+        b = _values(ctx, node.child_by_field_name("right"), scope, depth, bind, trace)
         if a is None or b is None or op is None or len(a) * len(b) > MAX_VALUES:
             return None
         out = set()
@@ -64,14 +68,14 @@ def _values(ctx: Context, node, scope, depth, bind) -> set[int] | None:
             return None
         if len(local.decls) == 1 and local.decls[0][1].type in (
                 "parameter_declaration", "optional_parameter_declaration"):
-            return _parameter(ctx, local.decls[0][1], scope, depth)
+            return _parameter(ctx, local.decls[0][1], scope, depth, trace)
         out: set[int] = set()
         for _type, decl in local.decls:       # `int b = sizes[j];` in two loops: either
             value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
             if value is not None and value.type in ("initializer_list", "argument_list") \
                     and value.named_child_count == 1:
                 value = value.named_children[0]
-            got = _values(ctx, value, scope, depth, bind) if value is not None else None
+            got = _values(ctx, value, scope, depth, bind, trace) if value is not None else None
             if got is None:
                 return None
             out |= got
@@ -126,7 +130,7 @@ def _array(ctx: Context, node, scope) -> set[int] | None:
     return out or None
 
 
-def _parameter(ctx: Context, decl, scope, depth) -> set[int] | None:
+def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
     """Union over every call of the enclosing function in this file of the argument passed
     for this parameter; None when the function has no call here or one passes an unknown."""
     fn = ctx.function_at(scope)
@@ -152,7 +156,7 @@ def _parameter(ctx: Context, decl, scope, depth) -> set[int] | None:
                 if a.type != "comment"]
         if len(args) != len(plist):
             return None         # a default argument or an overload: not followed
-        got = _values(ctx, args[index], ctx.scope_of(call.start_byte), depth + 1, {})
+        got = _values(ctx, args[index], ctx.scope_of(call.start_byte), depth + 1, {}, trace)
         if got is None:
             return None
         out |= got
@@ -161,12 +165,12 @@ def _parameter(ctx: Context, decl, scope, depth) -> set[int] | None:
 
 
 def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
-                   dynamic_smem: int | None) -> tuple[tuple[int, int], ...]:
+                   dynamic_smem: int | None, trace: set | None = None) -> tuple[tuple[int, int], ...]:
     """(block size, dynamic shared memory) pairs a launch may take when either is one of a few
     values; () when one is unknown or both are single constants. A dynamic size computed from
     the block size's variable is evaluated with it bound, pair by pair (`block_size *
     sizeof(float)` follows `block_size`)."""
-    blocks = (block_total,) if block_total is not None else few_values(ctx, block, scope)
+    blocks = (block_total,) if block_total is not None else few_values(ctx, block, scope, trace=trace)
     if not blocks:
         return ()
     driver = block.text if block_total is None and block is not None and \
