@@ -247,3 +247,33 @@ def test_nvcc_options_in_a_python_file_are_vetted(tmp_path, nvrtc_lib, nvcc_path
     assert not marker.exists()
     assert f"dropped `-Xcompiler -B{evil}/`" in proc.stderr, proc.stderr
     assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("how", ["symlink to /dev/zero", "FIFO", "forced include"])
+def test_an_include_that_never_ends_is_not_compiled(tmp_path, nvcc_path, how):
+    """gcc reads an included device or FIFO forever (about 1 GB a second of /dev/zero) until
+    the compile timeout: such a unit is one OCC900 at once, other units still compile."""
+    root = tmp_path / "proj"
+    (root / "inc").mkdir(parents=True)
+    (root / "ok.cu").write_text(SCALE_100)
+    flags = []
+    if how == "symlink to /dev/zero":
+        (root / "inc" / "x.h").symlink_to("/dev/zero")
+    elif how == "FIFO":
+        os.mkfifo(root / "inc" / "x.h")
+    else:
+        flags = ["-include", "/dev/zero"]
+    (root / "k.cu").write_text('#include "inc/x.h"\n' + SCALE_100 if how != "forced include"
+                               else SCALE_100)
+    entries = [{"directory": str(root), "file": str(root / f),
+                "arguments": ["nvcc", *(flags if f == "k.cu" else []), "-c", f, "-o", "x.o"]}
+               for f in ("k.cu", "ok.cu")]
+    (root / "compile_commands.json").write_text(json.dumps(entries))
+    (root / "occlint.toml").write_text("compile-timeout = 3\n")
+    proc = run_cli("check", "--output-format", "concise", "--no-cache", "--arch", "sm_90",
+                   "k.cu", "ok.cu", cwd=root, timeout=120)
+    assert "timed out" not in proc.stdout, proc.stdout
+    assert "which a compile would read forever" in proc.stdout, proc.stdout + proc.stderr
+    where = "k.cu:1:" if how != "forced include" else "k.cu:"
+    assert any(ln.startswith(where) and "OCC900" in ln for ln in proc.stdout.splitlines())
+    assert "ok.cu:7:" in proc.stdout and "OCC031" in proc.stdout

@@ -24,6 +24,7 @@ from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
 from occlint.toolchain.flags import UnitCommand, archs_for, unit_command
+from occlint.toolchain.inputs import non_regular_input
 from occlint.toolchain.ptxas import parse_errors, parse_usage
 from occlint.toolchain.safe import WARNINGS, private_tmpdir, stage
 
@@ -118,7 +119,11 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
 def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
                 timeout: float) -> tuple[list[Usage], list[CompileError], list[str] | None]:
     """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable).
-    nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back."""
+    nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
+    unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
+    found = non_regular_input(unit, flags, cwd)
+    if found:
+        return [], [CompileError(found[0], found[1], None, found[2], arch, "fatal", None, unit)], None
     with private_tmpdir() as tmp:
         try:
             st = stage(unit, flags, cwd, tmp)
