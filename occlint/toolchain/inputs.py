@@ -48,7 +48,7 @@ def non_regular_input(unit: str, flags: list[str], cwd: str) -> tuple[str, int |
             continue
         for m in _DIRECTIVE.finditer(data):
             name = os.fsdecode(m.group(2).strip())
-            here = [os.path.dirname(path)] + quote_dirs if m.group(1) == b'"' else []
+            here = [os.path.dirname(path), *quote_dirs] if m.group(1) == b'"' else []
             for cand in ([name] if os.path.isabs(name) else
                          [os.path.join(d, name) for d in here + dirs]):
                 bad = _not_regular(cand)
