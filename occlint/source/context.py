@@ -7,7 +7,7 @@ from bisect import bisect_right
 
 from occlint.source import types
 from occlint.source.consteval import Env, Local
-from occlint.source.grammar import captures, file_query, parser
+from occlint.source.grammar import file_captures, parser
 from occlint.source.preproc import Scan, View, scan
 from occlint.source.text import Text
 
@@ -70,7 +70,7 @@ class Context:
         self.tx = Text(text) if outer is None else outer.tx
         self.data = self.tx.parse_data if data is None else data
         self.tree = parser().parse(self.data) if tree is None else tree
-        self.caps = captures(file_query(), self.tree.root_node)
+        self.caps = file_captures(self.tree.root_node, self.data)
         funcs = sorted((n.start_byte, n.end_byte, n) for n in self.caps.get("function", ()))
         self.func_starts = [f[0] for f in funcs]
         self.funcs = funcs

@@ -208,7 +208,7 @@ class _Record(_Effects):
     same outside state is replayed instead of read line by line (a project's common header is
     included by every file, and each file's scan would walk it again)."""
 
-    __slots__ = ("data", "depth", "deepest", "cut", "reads", "checks", "files")
+    __slots__ = ("data", "depth", "deepest", "cut", "reads", "checks", "files", "tried")
 
     def __init__(self, data: bytes, depth: int):
         super().__init__()
@@ -218,6 +218,7 @@ class _Record(_Effects):
         self.reads: dict[bytes, object] = {}    # name -> its entry before the walk set it
         self.checks: dict[str, bool] = {}       # header -> already walked, when first asked
         self.files: dict[str, bytes | None] = {}   # header -> the bytes read
+        self.tried: set[str] = set()            # every path an #include was looked for at
 
     def fits(self, depth: int) -> bool:
         """Does a walk starting at `depth` follow the same includes?"""
@@ -239,6 +240,7 @@ class _State:
         self.out = Scan()
         self.stop_at: str | None = None      # macros_at: the header whose #include ends the walk
         self.recording: list[_Record] = []      # the header walks in progress, outermost first
+        self.files: dict[str, bytes | None] = {}
 
     # --- reads and steps, also noted by the header walks being recorded ----------------------
 
@@ -259,7 +261,10 @@ class _State:
         return v
 
     def read_file(self, path: str) -> bytes | None:
-        data = self.read(path)
+        """A header's bytes, read once per scan (replays check every file their walk read)."""
+        data = self.files.get(path, _MISSING)
+        if data is _MISSING:
+            data = self.files[path] = self.read(path)
         for rec in self.recording:
             rec.files.setdefault(path, data)
         return data
@@ -306,12 +311,11 @@ class _State:
 
     def walk_header(self, data: bytes, path: str, depth: int) -> None:
         """Walk a project header, or replay an earlier walk of it that read the same state."""
-        # no replays through a reader of its own (tests), nor for macros_at (it stops mid-walk)
-        memo = self.read is read_header and self.stop_at is None
+        memo = self.read is read_header         # a reader of its own (tests): no replays
         key = (path, self.view)
         for rec in _WALKS.get(key, ()) if memo else ():
             if (rec.data is data or rec.data == data) and rec.fits(depth) and \
-                    self._replay(rec, depth):
+                    not self._may_stop(rec) and self._replay(rec, depth):
                 return
         rec = _Record(data, depth)
         self.recording.append(rec)
@@ -341,7 +345,13 @@ class _State:
                 return False
         self.apply(rec)
         self._followed(depth + rec.deepest, rec.cut)
+        for outer in self.recording:
+            outer.tried |= rec.tried
         return True
+
+    def _may_stop(self, rec: _Record) -> bool:
+        """Would walking `rec`'s header meet the include macros_at stops at?"""
+        return self.stop_at is not None and any(_realpath(p) == self.stop_at for p in rec.tried)
 
     def _followed(self, depth: int, cut: bool) -> None:
         """An include was followed at `depth` (with `cut`: one was skipped at the limit)."""
@@ -452,7 +462,9 @@ class _State:
             list(self.view.include_dirs)
         for folder in folders:
             full = os.path.normpath(os.path.join(folder, name))
-            if self.stop_at is not None and os.path.realpath(full) == self.stop_at:
+            for rec in self.recording:
+                rec.tried.add(full)
+            if self.stop_at is not None and _realpath(full) == self.stop_at:
                 raise _Reached
             if self.walked(full):
                 return              # walked once per scan: include guards make a second walk a no-op
@@ -682,6 +694,18 @@ def _project_file(path: str) -> bool:
 
 
 _PROJECT_FILES: dict[str, bool] = {}
+_REALPATHS: dict[str, str] = {}
+
+
+def _realpath(path: str) -> str:
+    """os.path.realpath, remembered for this process (macros_at asks for every include of every
+    includer of every header)."""
+    real = _REALPATHS.get(path)
+    if real is None:
+        if len(_REALPATHS) > 65536:
+            _REALPATHS.clear()
+        real = _REALPATHS[path] = os.path.realpath(path)
+    return real
 
 
 _HEADERS: dict[str, tuple[float, bytes | None]] = {}

@@ -35,15 +35,43 @@ class Entry:
 def entry_arguments(entry: dict) -> list[str]:
     if isinstance(entry.get("arguments"), list):
         return [str(a) for a in entry["arguments"]]
-    command = str(entry.get("command", ""))
-    if _PLAIN_COMMAND.fullmatch(command):      # nothing quoted or escaped: shlex's own split
-        return command.split()                 # (shlex reads a long database for seconds)
-    import shlex
-
-    return shlex.split(command)
+    return split_command(str(entry.get("command", "")))
 
 
-_PLAIN_COMMAND = re.compile(r"[^'\"\\\s]*(?:[ \t\r\n]+[^'\"\\\s]*)*")
+# shlex.split's words (POSIX mode): bare text, a backslash-escaped character, '...', "..." (where
+# a backslash escapes only `"` and `\`), separated by spaces, tabs, CR and LF.
+_WORD_PART = re.compile(r"""([^ \t\r\n'"\\]+)|\\(.)|'([^']*)'|"((?:[^"\\]|\\.)*)"|([ \t\r\n]+)""", re.S)
+_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def split_command(command: str) -> list[str]:
+    """shlex.split(command), in one regular-expression pass (shlex takes seconds on a large
+    compilation database); shlex itself for what it rejects (an open quote, a final backslash)."""
+    words: list[str] = []
+    word: list[str] | None = None
+    pos, n = 0, len(command)
+    while pos < n:
+        m = _WORD_PART.match(command, pos)
+        if m is None:
+            import shlex
+
+            return shlex.split(command)
+        pos = m.end()
+        kind = m.lastindex
+        if kind == 5:
+            if word is not None:
+                words.append("".join(word))
+                word = None
+            continue
+        text = m.group(kind)
+        if kind == 4:
+            text = _QUOTED_ESCAPE.sub(r"\1", text)
+        if word is None:
+            word = []
+        word.append(text)
+    if word is not None:
+        words.append("".join(word))
+    return words
 
 
 class Database:
