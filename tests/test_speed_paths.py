@@ -66,3 +66,30 @@ def test_gitignore_paths_relative_as_relpath():
         want = None if rel.startswith("..") and not os.path.basename(full).startswith("..") \
             else rel
         assert _below(full, os.path.normpath(base) if base != "/" else base) == want
+
+
+def test_includers_index_finds_what_the_include_regex_finds(tmp_path):
+    """source_views reads each unit's #include texts once for all headers; a unit must count as
+    naming a header exactly when `#\\s*include\\s*[<"][^>"]*NAME` is found in its text."""
+    import random
+    import re
+
+    from occlint.config import Config
+    from occlint.toolchain.flags import _includers
+
+    rng = random.Random(7)
+    parts = [b"#", b"#include", b"# include", b"include", b" ", b"\n", b'"', b"<", b">", b"a.cuh",
+             b"b/a.cuh", b"xa.cuh", b"a.cu", b"/"]
+    units = []
+    for i in range(300):
+        unit = tmp_path / f"u{i}.cu"
+        unit.write_bytes(b"".join(rng.choice(parts) for _ in range(rng.randint(0, 12))))
+        units.append(str(unit))
+    (tmp_path / "nested.cu").write_bytes(b'#include <x #include "a.cuh"\n')   # overlapping
+    units.append(str(tmp_path / "nested.cu"))
+    header = str(tmp_path / "a.cuh")
+    want = sorted(u for u in units if re.search(rb'#\s*include\s*[<"][^>"]*' + re.escape(b"a.cuh"),
+                                                open(u, "rb").read()))
+    assert 10 < len(want) < 290
+    got = _includers(header, units, None, Config(root=str(tmp_path)), {})
+    assert sorted(got) == want

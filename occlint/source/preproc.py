@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -718,7 +719,7 @@ def read_header(path: str) -> bytes | None:
         st = os.stat(path)
     except OSError:
         return None
-    if not os.path.isfile(path) or st.st_size > MAX_HEADER_BYTES:
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HEADER_BYTES:
         return None
     hit = _HEADERS.get(path)
     if hit is not None and hit[0] == st.st_mtime:

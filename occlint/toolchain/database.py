@@ -117,10 +117,14 @@ class Database:
         stem = _stem(real)
         folder = os.path.dirname(real)
         candidates = self._folders.get(folder) or list(self.entries)
+        near: dict[str, tuple[int, int]] = {}       # a candidate's folder -> (common, depth)
 
         def score(cand: str):
-            common = len(os.path.commonpath([folder, os.path.dirname(cand)]).split(os.sep))
-            depth = len(os.path.dirname(cand).split(os.sep)) - common
+            where = os.path.dirname(cand)
+            if where not in near:
+                common = len(os.path.commonpath([folder, where]).split(os.sep))
+                near[where] = (common, len(where.split(os.sep)) - common)
+            common, depth = near[where]
             return (-common, _stem(cand) != stem, not cand.endswith(".cu"), depth, cand)
 
         return self.entries[min(candidates, key=score)]

@@ -294,6 +294,7 @@ def source_views(paths: Iterable[str], config: Config,
         return units[unit]
 
     out = {}
+    named: dict[str, bytes] = {}        # unit -> what its #include lines name (_includers)
     for path in paths:
         if not is_header(path):
             out[path] = unit_view(path)
@@ -302,7 +303,7 @@ def source_views(paths: Iterable[str], config: Config,
             continue
         base = view_from_flags(config_flags(config), config.root, complete=False)
         tables, dirs = [], list(base.include_dirs)
-        for unit in _includers(path, paths, includes, config)[:MAX_PREFIX_INCLUDERS]:
+        for unit in _includers(path, paths, includes, config, named)[:MAX_PREFIX_INCLUDERS]:
             data = read_header(unit)
             view = unit_view(unit)
             table = macros_at(data, unit, view, path) if data else None
@@ -315,9 +316,16 @@ def source_views(paths: Iterable[str], config: Config,
     return out
 
 
-def _includers(header: str, paths: list[str], includes, config: Config) -> list[str]:
+# What an `#include` names, up to its closing quote or bracket (found at every `#`, overlapping).
+_INCLUDED = re.compile(rb'(?=#\s*include\s*[<"]([^>"]*))')
+
+
+def _includers(header: str, paths: list[str], includes, config: Config,
+               named: dict[str, bytes] | None = None) -> list[str]:
     """Units that read `header`: from the dependency lists, else those among `paths` whose text
-    has an `#include` naming its file name (nearest folder first), else the database's."""
+    has an `#include` naming its file name (nearest folder first), else the database's.
+    `named`: unit -> its #include texts joined by NUL, filled here once per unit (pass the same
+    dict for every header of one run)."""
     from occlint.discover import is_header
     from occlint.source.preproc import read_header
 
@@ -328,12 +336,17 @@ def _includers(header: str, paths: list[str], includes, config: Config) -> list[
             return found
     name = os.path.basename(header).encode()
     here = os.path.dirname(os.path.abspath(header))
+    named = {} if named is None else named
     found = []
     for unit in paths:
         if is_header(unit):
             continue
-        data = read_header(unit)
-        if data and name in data and re.search(rb'#\s*include\s*[<"][^>"]*' + re.escape(name), data):
+        texts = named.get(unit)
+        if texts is None:
+            data = read_header(unit) or b""
+            texts = named[unit] = b"\0".join(m.group(1) for m in _INCLUDED.finditer(data)) \
+                if b"include" in data else b""
+        if name in texts:
             found.append(unit)
     if not found:          # none given: the database's units that name it
         from occlint.toolchain.includers import for_headers
