@@ -134,3 +134,20 @@ def test_every_compiled_kernel_has_an_occupancy_with_its_basis(tmp_path, nvcc_pa
     assert occupancy.compute("sm_90", best["block_size"], regs).occupancy == max(every)
     r = run_cli("kernels", "--arch", "sm_90", "--no-cache", str(src), cwd=tmp_path)
     assert "best over block sizes" in r.stdout and "at its __launch_bounds__" in r.stdout
+
+
+def test_kernels_measures_a_header_given_alone_through_its_includer(tmp_path, nvcc_path):
+    """As `check` does: the header's kernel gets the includer's figures, and its launch the
+    block size from the macros the includer defines before the #include."""
+    (tmp_path / "sizes.h").write_text("#define BLOCKDIM_X 8\n#define BLOCKDIM_Y 8\n")
+    (tmp_path / "k.cuh").write_text(
+        "__global__ void k(float* x) { x[threadIdx.x] = 0.0f; }\n"
+        "void run(float* x) { dim3 threads(BLOCKDIM_X, BLOCKDIM_Y); k<<<100, threads>>>(x); }\n")
+    (tmp_path / "a.cu").write_text('#include "sizes.h"\n#include "k.cuh"\n')
+    r = run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "k.cuh", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(r.stdout)
+    [kernel] = [x for x in recs if x["kind"] == "kernel"]
+    [launch] = [x for x in recs if x["kind"] == "launch"]
+    assert kernel["usage"]["sm_90"]["registers"] > 0
+    assert launch["block"] == 64 and launch["occupancy"]["sm_90"]["active_blocks"] > 0

@@ -264,8 +264,8 @@ def _compile(files: list[str], args, config):
     """(UsageReport or None with --no-compile or no .cu file, archs)."""
     from occlint.toolchain import archs_for, collect_usage, print_notice
 
-    cuda = [f for f in files if f.endswith(".cu")]
-    report = collect_usage(cuda, config, jobs=config.jobs) if cuda and not args.no_compile else None
+    # units and headers, as `check` compiles them (a header alone through its includers)
+    report = collect_usage(list(files), config, jobs=config.jobs) if files and not args.no_compile else None
     if report is not None:
         print_notice(report)
     archs = report.archs if report is not None else archs_for(config)

@@ -9,6 +9,7 @@ name. At most MAX_INCLUDERS units are compiled for one header, the nearest ones 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -112,16 +113,17 @@ def _nearest(header: str, units: list[str]) -> list[str]:
     return sorted(units, key=score)[:MAX_INCLUDERS]
 
 
-def _textual(header: str, config: Config) -> list[str]:
-    """Units of the header's database whose text includes a file of the header's name."""
+def _textual(header: str, config: Config, project_units) -> list[str]:
+    """Units whose text includes a file of the header's name: those of the header's database,
+    or with no database the project's units (`project_units()`: `check`'s discovery under the
+    project root, made once per call of `for_headers`)."""
     from occlint.toolchain.database import database_for
 
     db = database_for(header, config)
-    if db is None:
-        return []
+    units = db.units() if db is not None else project_units()
     name = re.escape(os.path.basename(header))
     pattern = re.compile(rf'^\s*#\s*include\s*[<"](?:[^">]*/)?{name}[">]', re.M)
-    return [unit for unit in db.units() if pattern.search(_text(unit))]
+    return [unit for unit in units if pattern.search(_text(unit))]
 
 
 _TEXTS: dict[str, str] = {}
@@ -148,10 +150,16 @@ def for_headers(headers: list[str], units: list[str], config: Config, cache) -> 
     known = _load(cache) if cache is not None else {}
     given = {os.path.realpath(u) for u in units}
     out: list[tuple[str, str]] = []
+
+    @functools.lru_cache(maxsize=1)
+    def project_units() -> list[str]:
+        from occlint.discover import discover, is_unit
+        return [os.path.abspath(u) for u in discover([config.root], config)[0] if is_unit(u)]
+
     for header in headers:
         target = os.path.realpath(header)
         found = [u for u, deps in known.items() if target in deps and os.path.isfile(u)] \
-            or _textual(header, config)
+            or _textual(header, config, project_units)
         if any(u in given for u in found):
             continue                 # a unit of this run includes it already
         out.extend((_shown(u), header) for u in _nearest(target, found))
