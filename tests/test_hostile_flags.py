@@ -249,6 +249,20 @@ def test_nvcc_options_in_a_python_file_are_vetted(tmp_path, nvrtc_lib, nvcc_path
     assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
 
 
+def test_include_search_reads_host_compiler_words_too(tmp_path):
+    from occlint.toolchain.inputs import non_regular_input
+
+    (tmp_path / "k.cu").write_text("#include <x.h>\n")
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "x.h").symlink_to("/dev/zero")
+    assert non_regular_input(str(tmp_path / "k.cu"), ["-Xcompiler", "-isystem,inc"],
+                             str(tmp_path))[1] == 1
+    assert non_regular_input(str(tmp_path / "k.cu"), [], str(tmp_path)) is None
+    found = non_regular_input(str(tmp_path / "k.cu"), ["-Xcompiler=-include,/dev/zero"],
+                              str(tmp_path))
+    assert found and "-include /dev/zero" in found[2]
+
+
 @pytest.mark.parametrize("how", ["symlink to /dev/zero", "FIFO", "forced include"])
 def test_an_include_that_never_ends_is_not_compiled(tmp_path, nvcc_path, how):
     """gcc reads an included device or FIFO forever (about 1 GB a second of /dev/zero) until

@@ -81,6 +81,14 @@ def _search_path(flags: list[str], cwd: str) -> tuple[list[str], list[str], list
     while i < len(flags):
         arg = flags[i]
         i += 1
+        name, eq, value = arg.partition("=")
+        if name in ("-Xcompiler", "--compiler-options"):   # the host compiler's own words
+            if not eq and i < len(flags):
+                value, i = flags[i], i + 1
+            more = _search_path([w for w in re.split(r"[,\s]+", value) if w], cwd)
+            for into, got in zip((quote_dirs, dirs, forced), more, strict=True):
+                into += got
+            continue
         for opts, into in ((_QUOTE_DIRS, quote_dirs), (_DIRS, dirs), (_FORCED, forced)):
             opt = next((o for o in opts if arg == o or arg.startswith(o)), None)
             if opt is None:
