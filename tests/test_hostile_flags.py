@@ -14,7 +14,7 @@ import shlex
 import subprocess
 
 import pytest
-from conftest import SCALE_100, run_cli
+from conftest import SCALE_100, run_cli, run_main
 
 from occlint.toolchain.flags import filter_flags
 from occlint.toolchain.vet import vet
@@ -223,7 +223,7 @@ def test_nvrtc_options_in_a_python_file_write_no_file(tmp_path, nvrtc_lib):
     (tmp_path / "kern.py").write_text(
         "import cupy\nk = cupy.RawKernel(r'''__global__ void k(float* x) { x[threadIdx.x] = 1; }''',"
         f" 'k', options={opts!r})\nk((4096,), (100,), (None,))\n")
-    proc = run_cli("check", "--output-format", "concise", "--no-cache", "--arch", "sm_90",
+    proc = run_main("check", "--output-format", "concise", "--no-cache", "--arch", "sm_90",
                    "kern.py", cwd=tmp_path)
     assert not os.listdir(out)
     for opt in opts[:3]:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import SCALE_100, run_cli
+from conftest import SCALE_100, run_cli, run_main
 
 
 def _repo_with_program(tmp_path, name: str, marker) -> str:
@@ -30,7 +30,7 @@ def test_config_nvcc_tracked_by_the_repository_is_never_run(tmp_path):
     marker = tmp_path.parent / f"{tmp_path.name}-ran"
     _repo_with_program(tmp_path, "nvcc", marker)
     (tmp_path / "occlint.toml").write_text('nvcc = "tools/nvcc"\n')
-    proc = run_cli("check", ".", cwd=tmp_path)
+    proc = run_main("check", ".", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "the repository tracks" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -163,6 +163,6 @@ def test_config_nvcc_through_a_link_or_by_another_name_is_never_run(tmp_path, ho
     else:
         prog = _outside_program(tmp_path, "build-helper", marker)
         (tmp_path / "occlint.toml").write_text(f'nvcc = "{prog}"\n')
-    proc = run_cli("check", ".", cwd=tmp_path)
+    proc = run_main("check", ".", cwd=tmp_path)
     assert not marker.exists()
     assert proc.returncode == 2 and "occlint does not run programs" in proc.stderr, proc.stderr
