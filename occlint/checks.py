@@ -28,6 +28,7 @@ from occlint.facts import (
     launch_args,
     limiter_words,
     arch_kernel,
+    array_registers,
     effective_bounds,
     literal_int,
     primary_limiter,
@@ -240,7 +241,7 @@ def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         values = _occ_values(site, facts)
         if site.basis == "best":        # no launch chose a size: no bound to write
             step = _smallest_cap(site, facts.config.min_occupancy, have - 1)
-            if step is None or step[0] < floor:
+            if step is None or step[0] < floor or step[0] <= array_registers(site):
                 continue
             regs, block, after = step
             values.update(target_regs=regs, shed=have - regs, target_block=block,
@@ -248,7 +249,7 @@ def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
             yield _site_hit("OCC001", site, values, "best")
             continue
         regs = max_registers(site, blocks_for(site.occ, facts.config.min_occupancy), have - 1)
-        if regs is None or regs < floor:
+        if regs is None or regs < floor or regs <= array_registers(site):
             continue
         yield _register_step(facts, site, "OCC001", values, regs, compute(site, regs=regs))
 
@@ -325,6 +326,8 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
             continue
         if on_allocation_step(site.arch, site.regs):
             continue        # every allocated register is used: the next block needs a rewrite
+        if gain.value <= array_registers(site):
+            continue        # its per-thread arrays alone fill the cap: capping spills them
         yield _register_step(facts, site, "OCC010", _occ_values(site, facts), gain.value, gain.result)
 
 

@@ -176,6 +176,29 @@ def specialize_kernel(sf: SourceFile, kernel: Kernel, values: tuple) -> tuple[La
     return spec.launch_bounds, list(spec.shared)
 
 
+def array_registers(site: Site) -> int:
+    """Registers/thread the kernel's per-thread arrays hold at this site (`float acc[TM * TN]`,
+    sizes bound to the instantiation): ptxas keeps them in registers when it reports no stack
+    frame, so a register cap at or below this figure cannot be met without spilling them. 0 when
+    unknown or when any array lives in local memory (a stack frame)."""
+    u = site.usage
+    if u is None or u.stack_frame:
+        return 0
+    origin, k = arch_kernel(site.facts, site.arch) or (site.facts.origin, site.facts.kernel)
+    if origin is None:
+        return 0
+    if site.launch is not None:
+        values = launch_args(site.launch)
+    else:
+        values = tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
+    try:
+        from occlint.source import specialize
+        words = specialize(origin, k, values if k.template_params else ()).local_arrays
+    except Exception:
+        return 0
+    return sum(w for w in words if w)
+
+
 def launch_args(launch: Launch) -> tuple:
     from occlint.source import launch_template_args
     return launch_template_args(launch)

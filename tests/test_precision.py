@@ -328,6 +328,46 @@ def test_occ001_without_a_launch_proposes_the_smallest_cap_over_block_sizes():
     assert "16 fewer registers/thread (64) would reach 50% at" in f.message, f.message
 
 
+TILED = """\
+#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+template <int BM, int TM, int TN>
+__global__ void __launch_bounds__(256) tiled(float* c) {
+    constexpr int WM = TM * 16;
+    constexpr int WMITER = CEIL_DIV(BM, WM);
+    float acc[WMITER * TM * TN] = {0.0f};
+    float a[TM], b[TN];
+    __shared__ float s[BM];
+    for (int i = 0; i < TM * TN; ++i) acc[i] += a[i % TM] * b[i % TN] + s[i];
+    c[threadIdx.x] = acc[0];
+}
+void run(float* c) {
+    const int TM = 8;
+    tiled<128, TM, TM><<<1000, 256>>>(c);
+}
+"""
+
+
+def _tiled(text, regs, stack=0, tm=(8, 8), cliff=False):
+    usage = [Usage(kernel="tiled", arch="sm_90", registers=regs, stack_frame=stack,
+                   template_args=("128",) + tuple(str(t) for t in tm))]
+    return sorted(f.code for f in lint_source(text, "t.cu", usage, Config(arch=("sm_90",))))
+
+
+def test_no_register_cap_below_what_the_per_thread_arrays_hold():
+    # 92 registers at 256 threads: 25%; the cap for 50% is 64, but acc[64] + a[8] + b[8] hold
+    # 80 registers (no stack frame: ptxas keeps them in registers), so capping spills them
+    assert _tiled(TILED, 92) == []
+    # 4x4 tiles: 16 + 4 + 4 = 24 registers of arrays, a cap of 64 leaves room: a remedy
+    small = TILED.replace("const int TM = 8", "const int TM = 4")
+    assert _tiled(small, 92, tm=(4, 4)) == ["OCC001"]
+    # a stack frame: some array lives in local memory, the figure is not known to be registers
+    assert _tiled(TILED, 92, stack=64) == ["OCC001"]
+    # a cliff 34 -> 32 is no remedy when 36 registers of arrays must stay live
+    cliff = TILED.replace("const int TM = 8", "const int TM = 6").replace("acc[WMITER * TM * TN]", "acc[TM * TN]")
+    assert _tiled(cliff, 34, tm=(6, 6)) == []
+    assert _tiled(cliff.replace("acc[TM * TN]", "acc[TM]"), 34, tm=(6, 6)) == ["OCC010"]
+
+
 # --- 8: the one safe fix never changes when code runs -------------------------------------------
 
 OPT_IN = """\

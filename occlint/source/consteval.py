@@ -284,7 +284,7 @@ class Env:
         if scope is not None and plain == name:
             local = self.local(scope, name)
             if local is not None:
-                return self._local(name, local, scope)
+                return self._local(name, local, scope, bind)
         key = ("g", name)
         if key in self._memo:
             return self._memo[key]
@@ -297,7 +297,8 @@ class Env:
             self._active.discard(key)
         return v
 
-    def _local(self, name, local, scope):
+    def _local(self, name, local, scope, bind):
+        # a local's initializer reads the same template bindings as the expression naming it
         if len(local.decls) != 1 or local.written:
             return None
         type_text, decl = local.decls[0]
@@ -310,9 +311,9 @@ class Env:
         try:
             value = decl.child_by_field_name("value")
             if value is not None and value.type in ("initializer_list", "argument_list"):
-                return self.value(value.named_children[0], scope) \
+                return self.value(value.named_children[0], scope, bind) \
                     if value.named_child_count == 1 else None
-            return self.value(value, scope)
+            return self.value(value, scope, bind)
         finally:
             self._active.discard(key)
 

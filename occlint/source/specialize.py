@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
 from occlint.source.build import parsed_for
 from occlint.source.kernels import split_args
-from occlint.source.shared import evaluate
+from occlint.source.context import qualifiers
+from occlint.source.shared import _dims, evaluate
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,9 @@ class Specialized:
     maxnreg: int | None
     cluster_dims: tuple[int | None, ...] | None
     shared: tuple[SharedDecl, ...]                      # the kernel's own shared declarations
+    # 32-bit words of each per-thread array the kernel body declares (`float acc[TM * TN]`),
+    # None where a size is unknown
+    local_arrays: tuple[int | None, ...] = ()
 
     @property
     def static_smem(self) -> int | None:
@@ -80,7 +84,39 @@ def specialize(sf: SourceFile, kernel: Kernel,
         shared.append(replace(sn.decl, dims=dims, element_size=elem, size_bytes=size))
     bindings = tuple((t.name.decode("utf-8", "replace"), bind[t.name] if bind[t.name] != "" else None)
                      for t in kn.tparams)
-    return Specialized(kernel, bindings, bounds, maxnreg, cluster, tuple(shared))
+    return Specialized(kernel, bindings, bounds, maxnreg, cluster, tuple(shared),
+                       _local_arrays(ctx, kn, bind))
+
+
+_NOT_PER_THREAD = {b"__shared__", b"static", b"extern", b"__constant__", b"__device__",
+                   b"__managed__", b"constexpr"}
+
+
+def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
+    """Words of the per-thread arrays declared in the kernel's body (not shared, static or
+    constant), sizes evaluated under `bind`."""
+    out: list[int | None] = []
+    stack = [kn.body] if kn.body is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "lambda_expression":
+            continue
+        if node.type != "declaration":
+            stack.extend(node.named_children)
+            continue
+        if ctx.dead(node) or qualifiers(node) & _NOT_PER_THREAD:
+            continue
+        type_node = node.child_by_field_name("type")
+        if type_node is None:
+            continue
+        type_text = " ".join(ctx.tx.node_text(type_node).split())
+        for d in node.children_by_field_name("declarator"):
+            name, size_nodes = _dims(d)
+            if name is None or not size_nodes:
+                continue
+            size = evaluate(ctx, type_text, size_nodes, bind, kn.node.start_byte)[2]
+            out.append(None if size is None else -(-size // 4))
+    return tuple(out)
 
 
 def launch_template_args(launch: Launch) -> tuple[int | str | None, ...]:
