@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import quote_from_bytes
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-# XML 1.0 allows TAB, LF, CR and these ranges only
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# XML 1.0 allows TAB, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD and U+10000-U+10FFFF only; this is
+# the rest, written as what it matches (the negated class took 10 ms to compile)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _hex(m: re.Match) -> str:
@@ -54,6 +54,8 @@ def to_bytes(text: str) -> bytes:
 
 def uri_path(path: str) -> str:
     """A relative path as a URI reference: its raw bytes percent-encoded (`/` kept)."""
+    from urllib.parse import quote_from_bytes
+
     return quote_from_bytes(to_bytes(path))
 
 
