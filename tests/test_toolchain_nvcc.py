@@ -165,3 +165,91 @@ def test_ptxas_error_names_the_kernel_and_has_no_line(tmp_path, nvcc_path):
     # deterministic, so it is cached like a success
     again = collect_usage([str(src)], config)
     assert (again.compiled, again.errors) == (0, report.errors)
+
+
+def _failing_unit(root, nvcc_path):
+    """A unit that needs an absent library header, behind a project header's switch (in its own
+    folder: the cache folder created beside it would change a watched folder once)."""
+    tmp_path = root / "src"
+    (tmp_path / "inc").mkdir(parents=True)
+    (tmp_path / "cfg.h").write_text("#pragma once\n#define USE_BLAS 1\n")
+    unit = tmp_path / "f.cu"
+    unit.write_text('#include "cfg.h"\n#if USE_BLAS\n#include "blaslib_v9.h"\n#endif\n'
+                    "__global__ void k(float* p) { p[0] = 1; }\n")
+    config = Config(root=str(root), nvcc=nvcc_path, arch=("sm_90",),
+                    include_dirs=(str(tmp_path / "inc"),))
+    return str(unit), config
+
+
+def test_a_missing_header_failure_is_remembered(tmp_path, nvcc_path):
+    """A unit failing on a missing library header is not compiled again on the next run."""
+    unit, config = _failing_unit(tmp_path, nvcc_path)
+    first = collect_usage([unit], config)
+    (err,) = first.errors
+    assert err.kind == "fatal" and "blaslib_v9.h" in err.message and first.compiled == 1
+    again = collect_usage([unit], config)
+    assert (again.compiled, again.cached) == (0, 1)
+    assert again.errors == first.errors and again.usages == first.usages
+
+
+@pytest.mark.parametrize("change", ["header in -I", "header beside the unit",
+                                    "switch in a read header", "environment"])
+def test_a_remembered_failure_ends_when_it_could_pass(tmp_path, nvcc_path, monkeypatch, change):
+    """Whatever could make the compile pass makes the next run compile again: the header
+    created where the preprocessor looks, a header it read edited in place (same folder
+    listing), an environment variable that moves the search path."""
+    import os
+
+    unit, config = _failing_unit(tmp_path, nvcc_path)
+    assert collect_usage([unit], config).compiled == 1
+    assert collect_usage([unit], config).compiled == 0
+    tmp_path = tmp_path / "src"
+    blas = "#pragma once\n#define BLAS_OK 1\n"
+    if change == "header in -I":
+        (tmp_path / "inc" / "blaslib_v9.h").write_text(blas)
+    elif change == "header beside the unit":
+        (tmp_path / "blaslib_v9.h").write_text(blas)
+    elif change == "switch in a read header":
+        cfg = tmp_path / "cfg.h"
+        folder = os.stat(tmp_path).st_mtime_ns
+        with open(cfg, "r+") as fh:               # in place: the folder does not change
+            fh.write("#pragma once\n#define USE_BLAS 0\n")
+        os.utime(tmp_path, ns=(folder, folder))
+    else:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "blaslib_v9.h").write_text(blas)
+        monkeypatch.setenv("CPATH", str(elsewhere))
+    after = collect_usage([unit], config)
+    assert after.compiled == 1 and after.errors == [], after.errors
+    assert [u.kernel for u in after.usages[unit]] == ["k"]
+
+
+def test_a_missing_header_in_an_existing_subfolder_ends_a_remembered_failure(tmp_path, nvcc_path):
+    """`<vendor/extra.h>` where `vendor/` already exists: creating the header inside it (the
+    search folder's own listing does not change) makes the next run compile again."""
+    (tmp_path / "src" / "inc" / "vendor").mkdir(parents=True)
+    unit = tmp_path / "src" / "v.cu"
+    unit.write_text("#include <vendor/extra.h>\n__global__ void k(float* p) { p[0] = 1; }\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",),
+                    include_dirs=(str(tmp_path / "src" / "inc"),))
+    assert collect_usage([str(unit)], config).errors
+    assert collect_usage([str(unit)], config).compiled == 0
+    (tmp_path / "src" / "inc" / "vendor" / "extra.h").write_text("#pragma once\n")
+    after = collect_usage([str(unit)], config)
+    assert after.compiled == 1 and after.errors == []
+
+
+def test_has_include_of_a_new_file_ends_a_remembered_failure(tmp_path, nvcc_path):
+    """`__has_include` reads a folder without naming a missing header: any file created in a
+    searched folder ends the remembered failure."""
+    (tmp_path / "src").mkdir()
+    unit = tmp_path / "src" / "h.cu"
+    unit.write_text('#if __has_include("alt.h")\n#include "alt.h"\n#else\n#include <gone_lib.h>\n'
+                    "#endif\n__global__ void k(float* p) { p[0] = 1; }\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",))
+    assert collect_usage([str(unit)], config).errors
+    assert collect_usage([str(unit)], config).compiled == 0
+    (tmp_path / "src" / "alt.h").write_text("#pragma once\n")
+    after = collect_usage([str(unit)], config)
+    assert after.compiled == 1 and after.errors == []

@@ -3,8 +3,9 @@
 An entry's key hashes the toolchain (nvcc and host compiler versions), the normalized flags,
 the arch, the working directory, the file's path and its bytes. The entry stores the headers the
 compile read (gcc -MD in nvcc's device preprocessing pass: no extra process) with their hashes;
-a hit needs every one of them unchanged. A failed compile is stored only when its dependency list is
-complete (preprocessing succeeded): a missing header must not stick.
+a hit needs every one of them unchanged. A failed compile is stored when its dependency list is
+complete (preprocessing succeeded), or when it failed on a missing header, with what could make
+it pass (occlint.toolchain.failure): a missing header must not stick once it exists.
 
 Writes are atomic (temp file in the same directory + os.replace), so several occlint processes
 may share the cache; an unreadable entry is a miss and is rewritten. Oldest entries are evicted
@@ -24,7 +25,7 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.files import read_regular
 
-FORMAT = 2          # 2: usages carry the cubin's launch attributes
+FORMAT = 3          # 2: usages carry the cubin's launch attributes; 3: remembered failures
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
 MAX_BYTES = 256 * 1024 * 1024
 
@@ -117,6 +118,9 @@ class Cache:
             data = json.loads(read_regular(path).decode("utf-8"))
             deps = data["deps"]
             ok = data.get("format") == FORMAT and all(self.hashes(p) == h for p, h in deps)
+            if ok and "failure" in data:            # a missing header: still missing?
+                from occlint.toolchain.failure import holds
+                ok = holds(data["failure"])
         except (OSError, ValueError, KeyError, TypeError):
             ok, data = False, None
         if not ok:

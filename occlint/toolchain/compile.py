@@ -23,6 +23,7 @@ from occlint.process import run as run_process
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
+from occlint.toolchain.failure import Failure, fingerprint, missing_headers
 from occlint.toolchain.flags import UnitCommand, archs_for, unit_command
 from occlint.toolchain.inputs import non_regular_input
 from occlint.toolchain.ptxas import parse_errors, parse_usage
@@ -116,9 +117,11 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
     return full if rel.startswith("..") else rel
 
 
-def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
-                timeout: float) -> tuple[list[Usage], list[CompileError], list[str] | None]:
-    """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable).
+def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, timeout: float,
+                *, failures: bool = False
+                ) -> tuple[list[Usage], list[CompileError], list[str] | Failure | None]:
+    """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable; with
+    `failures`, a Failure when a header is missing: one more preprocessing run finds it).
     nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
     found = non_regular_input(unit, flags, cwd)
@@ -152,9 +155,13 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
                                        st.restore(f"nvcc exited with {code}: {last.strip()}")[:500],
                                        arch, "nvcc", None, unit))
         # A result is cacheable only with a complete list of the files it read: the depfile
-        # exists once preprocessing succeeded; a missing header (fatal) leaves none.
+        # exists once preprocessing succeeded; a missing header (fatal) leaves none, and is
+        # remembered with what could make it pass (toolchain.failure).
         if any(e.kind in ("fatal", "nvcc") for e in errors):
-            return usages, errors, None
+            names = missing_headers(errors) if failures else None
+            if names is None:
+                return usages, errors, None
+            return usages, errors, _failure(nvcc, st, arch, cwd, tmp, timeout, names)
         try:
             deps = parse_depfile(Path(tmp, "x.d").read_text(encoding="utf-8",
                                                             errors="surrogateescape"))
@@ -165,6 +172,22 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str,
         real_tmp = os.path.realpath(tmp) + os.sep
         deps = [d for d in deps if not d.startswith(real_tmp)]
     return usages, errors, list(dict.fromkeys([os.path.realpath(unit), *deps]))
+
+
+def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
+             names: list[str]) -> Failure | None:
+    """The same device preprocessing with `-M -MG -v`: every file it reads (missing headers
+    listed, not fatal) and the folders it searches (toolchain.failure)."""
+    depfile = os.path.join(tmp, "m.d")
+    cmd = [nvcc.path, "-E", "-cubin", f"-arch={arch}", *st.flags, "-Xcompiler=-M,-MG,-v",
+           "-o", depfile, st.source]
+    try:
+        code, out = run_with_timeout(cmd, cwd, timeout)
+    except OSError:
+        return None
+    if code != 0:
+        return None
+    return fingerprint(names, out, depfile, cwd, tmp)
 
 
 def with_cubin_attributes(usages: list[Usage], cubin: Path) -> list[Usage]:
@@ -236,7 +259,7 @@ def _stored(entry: dict | None, unit: str):
     try:
         return ([usage_from_json(u, unit) for u in entry["usages"]],
                 [_error_from_json(e, unit) for e in entry["errors"]],
-                tuple(str(p) for p, _h in entry["deps"]))
+                None if "failure" in entry else tuple(str(p) for p, _h in entry["deps"]))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -296,14 +319,16 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             hit = _stored(cache.get(key), unit) if key else None
             if hit is not None:
                 results[(unit, arch)] = hit[:2]
-                report.includes[unit] = hit[2]
+                if hit[2] is not None:          # a remembered failure says nothing of includes
+                    report.includes[unit] = hit[2]
                 report.cached += 1
             else:
                 todo.append((unit, arch, flags, cwd, key))
 
     def work(item):
         unit, arch, flags, cwd, _key = item
-        return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout)
+        return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
+                           failures=cache is not None)
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
     WARNINGS.clear()
@@ -314,7 +339,15 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             _raise_if_tool_broken(errors, nvcc)
             results[(unit, arch)] = (usages, errors)
             report.compiled += 1
-            if deps is not None:
+            if isinstance(deps, Failure):
+                if cache and key:
+                    cache.put(key, deps.deps, {
+                        "usages": [_usage_to_json(u) for u in usages],
+                        "errors": [asdict(e) for e in errors],
+                        "failure": deps.to_json(),
+                        "time": time.time(),
+                    })
+            elif deps is not None:
                 report.includes[unit] = tuple(deps)
                 if cache and key:
                     cache.put(key, deps, {
