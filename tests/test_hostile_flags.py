@@ -69,6 +69,9 @@ REAL = [
     "--use_fast_math -DTORCH_API_INCLUDE_EXTENSION_H '-DPYBIND11_COMPILER_TYPE=\"_gcc\"' "
     "-D_GLIBCXX_USE_CXX11_ABI=1 -std=c++17",
     "-O3 -t=0 --use_fast_math -std=c++17 -Xcompiler -fopenmp -DENABLE_BF16 --threads 4",
+    # CUDALibrarySamples' cmake: nvc++ (EDG) diagnostics and MSVC's, through -Xcompiler
+    "-Xcompiler=--display_error_number -Xcompiler=--diag_suppress941 -Xcompiler=/Zc:preprocessor "
+    "-Xcompiler=/wd5105 -Xcompiler=/WX -Xcompiler --sysroot=/opt/fs -Xptxas -O1",
 ]
 
 

@@ -124,6 +124,7 @@ _HOST_SAFE = re.compile(r"""
   | -P | -H | -undef | -trigraphs | -nostdinc(?:\+\+)? | -nostdlib(?:\+\+)? | -nodefaultlibs
   | -nostartfiles | -rdynamic | -shared | -static[\w+-]* | -pie | -no-pie | -s | -l\S+ | -L\S+
   | -x\w[\w+-]* | --coverage | -fopenmp
+  | --(?:no_)?display_error_number | --diag[_-]\w+(?:=[\w,]+)?      # nvc++ (EDG)
   | /(?:MDd?|MTd?|LDd?|W[0-4]|Wall|WX-?|w[deo1-4]?\d{4}|w|EH\w+|GR-?|GS-?|Gy-?|GL-?|Gd|Gr|Gz
        |Gv|O[12bdgistxy]\d?-?|Z[i7I]|Zc:[\w,-]+|Zp\d*|Zl|Zs|FS|MP\d*|bigobj|utf-8
        |validate-charset-?|(?:source|execution)-charset:[\w.-]+|permissive-?|std:[\w+.]+
