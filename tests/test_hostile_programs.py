@@ -166,3 +166,17 @@ def test_config_nvcc_through_a_link_or_by_another_name_is_never_run(tmp_path, ho
     proc = run_main("check", ".", cwd=tmp_path)
     assert not marker.exists()
     assert proc.returncode == 2 and "occlint does not run programs" in proc.stderr, proc.stderr
+
+
+def test_a_folder_that_looks_like_a_bare_repository_does_not_hide_a_tracked_ccbin(tmp_path, nvcc_path):
+    """`git -C tools ls-files` took a committed bare-repository layout in tools/ (HEAD,
+    objects/, refs/) for the repository, where g++ is not tracked: the guard let it run."""
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    _repo_with_program(tmp_path, "g++", marker)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "tools")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-f", "tools"], check=True)
+    _entry(tmp_path, "-ccbin", "tools/g++")
+    proc = _check_from(tmp_path, "k.cu")
+    assert not marker.exists()
+    assert "a host compiler the repository tracks" in proc.stderr
+    assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr

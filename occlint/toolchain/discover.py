@@ -214,9 +214,11 @@ def path_hops(path: str) -> list[str]:
 
 
 def _tracked(path: str) -> bool:
-    """Whether a git work tree containing `path` tracks it (a file or a symlink)."""
-    folder = os.path.dirname(path)
-    top = folder
+    """Whether the git work tree containing `path` (the nearest folder above it with a `.git`)
+    tracks it (a file or a symlink). Git is told that repository: left to discover one, it
+    would take a folder of the checkout that looks like a bare repository (HEAD, objects/,
+    refs/, all committable) as the repository, and see nothing tracked."""
+    top = os.path.dirname(path)
     while not os.path.exists(os.path.join(top, ".git")):
         parent = os.path.dirname(top)
         if parent == top:
@@ -225,8 +227,9 @@ def _tracked(path: str) -> bool:
     from occlint.process import run
 
     try:
-        code, _, _ = run(["git", "-C", folder, "ls-files", "--error-unmatch", "--",
-                          os.path.basename(path)], timeout=10)
+        code, _, _ = run(["git", "--git-dir", os.path.join(top, ".git"), "--work-tree", top,
+                          "ls-files", "--error-unmatch", "--", os.path.relpath(path, top)],
+                         timeout=10, cwd=top)
     except OSError:                 # no git: it cannot tell, so nothing is known to be shipped
         return False
     return code == 0
