@@ -294,3 +294,19 @@ def test_an_include_that_never_ends_is_not_compiled(tmp_path, nvcc_path, how):
     where = "k.cu:1:" if how != "forced include" else "k.cu:"
     assert any(ln.startswith(where) and "OCC900" in ln for ln in proc.stdout.splitlines())
     assert "ok.cu:7:" in proc.stdout and "OCC031" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["g++", "x86_64-linux-gnu-g++-12", "clang++-17", "cc", "c++",
+                                  "x86_64-conda-linux-gnu-c++", "mpicxx", "nvc++", "cl.exe",
+                                  "ccache", "icpx", "xlc++_r"])
+def test_host_compilers_by_their_names_may_run(name):
+    from occlint.toolchain.vet import host_compiler
+
+    assert host_compiler(f"/opt/nowhere/bin/{name}", "/") is None
+
+
+@pytest.mark.parametrize("name", ["python3", "perl", "sh", "bash", "env", "make", "evil-tool"])
+def test_other_programs_never_run_as_the_host_compiler(name):
+    from occlint.toolchain.vet import host_compiler
+
+    assert host_compiler(f"/usr/bin/{name}", "/") == "not the name of a C++ compiler"

@@ -139,10 +139,12 @@ _F_UNSAFE = re.compile(r"-f(?:no-)?(?:[\w-]*plugin|dump|opt-info|callgraph-info|
                        r"compare-debug|module|deps-|diagnostics-(?:format|add-output|set-output|"
                        r"log)|use-ld|ld-path)")
 
-# a host compiler's program name: gcc, g++-12, x86_64-linux-gnu-g++, clang++-17, cl.exe, ...
-_HOST_COMPILER = re.compile(r"(?:[\w.+]+-)*(?:g\+\+|gcc|c\+\+|cc|clang\+\+|clang|cl|icpx|icpc|icx|"
-                            r"icc|nvc\+\+|nvc|xlc\+\+|xlC|ccache|sccache)(?:-[\d.]+)?(?:\.exe)?",
-                            re.I)
+# a host compiler's program name: gcc, g++-12, x86_64-linux-gnu-g++, clang++-17, cl.exe, an MPI
+# wrapper (mpicxx -> mpicxx.openmpi -> opal_wrapper), a compiler cache, ...
+_HOST_COMPILER = re.compile(r"(?:[\w.+]+-)*(?:g\+\+|gcc|c\+\+|cc|clang\+\+|clang|clang-cl|cl|icpx|icpc|"
+                            r"icx|icc|nvc\+\+|nvc|pgc\+\+|pgcc|xlc\+\+|xlC|xlc|armclang\+\+|armclang|"
+                            r"mpicxx|mpic\+\+|mpiCC|mpicc|mpiicpc|mpiicpx|opal_wrapper|ccache|sccache|"
+                            r"distcc)(?:_r)?(?:-[\d.]+)?(?:\.(?:openmpi|mpich|exe))?", re.I)
 
 
 def vet(flags: list[str], cwd: str) -> tuple[list[str], list[str]]:
