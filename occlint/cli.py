@@ -53,6 +53,9 @@ def build_parser(only: str | None = None):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:           # what argparse's version action prints, without the parser
+        print(f"occlint {__version__}")
+        return 0
     if argv[:1] == ["nvcc"] and argv[1:2] not in (["-h"], ["--help"]):
         try:
             from occlint.commands.nvcc import launch  # once per compile: skip argparse

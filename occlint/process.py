@@ -77,18 +77,24 @@ WATCHDOG = _Watchdog()
 
 
 def _prctl():
-    """libc's prctl on Linux, loaded before any fork (None elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
+    """libc's prctl on Linux (None elsewhere): loaded by `run` before its first fork (ctypes
+    costs start-up time that a warm run, which starts no process, need not pay)."""
+    global _PRCTL
+    if _PRCTL is _UNLOADED:
+        prctl = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+                prctl = ctypes.CDLL(None, use_errno=True).prctl
+            except (OSError, AttributeError):
+                pass
+        _PRCTL = prctl
+    return _PRCTL
 
 
-_PRCTL = _prctl()
+_UNLOADED = object()
+_PRCTL = _UNLOADED
 _PR_SET_PDEATHSIG = 1
 
 
@@ -119,7 +125,7 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
                             start_new_session=True,
-                            preexec_fn=_in_child if _PRCTL is not None else None)
+                            preexec_fn=_in_child if _prctl() is not None else None)
     _RUNNING.add(proc)
     WATCHDOG.send("+g", str(proc.pid))
     try:

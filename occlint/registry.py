@@ -11,13 +11,9 @@ import fnmatch
 import os
 import string
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 URL = "https://github.com/occlint/occlint/blob/main/docs/rules/{code}.md"
 SEVERITIES = ("error", "warning", "info")
@@ -54,20 +50,58 @@ def rules_dir() -> Path:
     raise RuntimeError("occlint's rules/ folder is missing from the installation")
 
 
+def load_rule(file: Path) -> Rule:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    with open(file, "rb") as fh:
+        data = tomllib.load(fh)
+    if data.get("code") != file.stem:
+        raise RuntimeError(f"{file}: code {data.get('code')!r} does not match the file name")
+    messages = data.pop("messages", {})
+    fix_titles = data.pop("fix_titles", {})
+    return Rule(**data, messages=messages, fix_titles=fix_titles, path=str(file))
+
+
+class Rules(Mapping):
+    """code -> Rule, in code order; each rules/OCCnnn.toml is read when its rule is first asked
+    for (a `check` needs the words of the few rules that fired, not all of them)."""
+
+    def __init__(self, folder: Path | None = None):
+        self._folder = folder
+        self._files: dict[str, Path] | None = None
+        self._rules: dict[str, Rule] = {}
+
+    def _index(self) -> dict[str, Path]:
+        if self._files is None:
+            files = sorted((self._folder or rules_dir()).glob("OCC*.toml"))
+            self._files = {f.stem: f for f in files}
+        return self._files
+
+    def __getitem__(self, code: str) -> Rule:
+        rule = self._rules.get(code)
+        if rule is None:
+            rule = self._rules[code] = load_rule(self._index()[code])
+        return rule
+
+    def __contains__(self, code) -> bool:
+        return code in self._index()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())
+
+
 def load_rules(folder: Path | None = None) -> dict[str, Rule]:
-    rules: dict[str, Rule] = {}
-    for file in sorted((folder or rules_dir()).glob("OCC*.toml")):
-        with open(file, "rb") as fh:
-            data = tomllib.load(fh)
-        if data.get("code") != file.stem:
-            raise RuntimeError(f"{file}: code {data.get('code')!r} does not match the file name")
-        messages = data.pop("messages", {})
-        fix_titles = data.pop("fix_titles", {})
-        rules[file.stem] = Rule(**data, messages=messages, fix_titles=fix_titles, path=str(file))
-    return rules
+    """Every rule, read now."""
+    return dict(Rules(folder).items())
 
 
-RULES: dict[str, Rule] = load_rules()
+RULES: Mapping[str, Rule] = Rules()
 
 
 def template_fields(template: str) -> set[str]:

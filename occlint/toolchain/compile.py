@@ -10,7 +10,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -332,9 +331,14 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
     WARNINGS.clear()
-    pool = ThreadPoolExecutor(max_workers=workers)
+    pool = None
+    if todo:               # a warm run compiles nothing and does not import the pool either
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        for item, (usages, errors, deps) in zip(todo, pool.map(work, todo), strict=True):
+        for item, (usages, errors, deps) in zip(todo, pool.map(work, todo) if pool else (),
+                                                strict=True):
             unit, arch, _flags, _cwd, key = item
             _raise_if_tool_broken(errors, nvcc)
             results[(unit, arch)] = (usages, errors)
@@ -356,10 +360,12 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                         "time": time.time(),
                     })
     except BaseException:  # Ctrl-C, SIGTERM or a broken tool: drop queued compiles, kill running ones
-        pool.shutdown(wait=False, cancel_futures=True)
+        if pool:
+            pool.shutdown(wait=False, cancel_futures=True)
         kill_all()
         raise
-    pool.shutdown()
+    if pool:
+        pool.shutdown()
     if cache and cache.refused:
         WARNINGS.add(f"the compile cache is off: {cache.root} is not a folder occlint created "
                      "(no CACHEDIR.TAG from occlint); set `cache-dir` to a folder that does not "
