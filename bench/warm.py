@@ -1,25 +1,30 @@
 """Warm-run speed on a real project, as ratios measured in one run (so machine load cancels):
 
-    python bench/warm.py PROJECT [--file ONE.cu] [--reps 5] [--jobs N]
+    python bench/warm.py PROJECT [--file ONE.cu] [--corpus DIR ...] [--reps 5] [--jobs N]
 
 PROJECT is a folder of real CUDA code (for example a checkout of NVIDIA/cuda-samples'
-Samples/0_Introduction, with its compile_commands.json found the usual way). Prints one table:
+Samples/0_Introduction, with its compile_commands.json found the usual way). Prints one table,
+each row with its wall time (median of --reps runs), its CPU time (user + system, best run) and
+a ratio to something measured in the same run:
 
-- python start-up (`python -c pass`), the floor every command pays;
+- python start-up (`python -c pass`) and `occlint --version`: the floors every command pays;
 - `occlint check PROJECT` warm (target < 0.3 s) and `occlint check ONE.cu` warm (< 0.15 s);
-- parse-only throughput, `occlint kernels --no-compile` over PROJECT (target >= 5 MB/s,
-  process start included);
+- parse-only throughput, `occlint kernels --no-compile` over the corpus (PROJECT and every
+  --corpus folder; target >= 5 MB/s, process start included), against a Python process that
+  only parses the same files with tree-sitter (its start included);
 - cold `occlint check --no-cache` against the same nvcc commands run directly, same jobs
   (target <= 1.05x).
 
-Each row is the median of --reps runs. The cache lives in a temporary folder; nothing is written
-into PROJECT. Child processes write Python bytecode as a user's would.
+The cache lives in a temporary folder; nothing is written into PROJECT. Child processes run
+without PYTHONDONTWRITEBYTECODE (a sandbox may set it; users have bytecode caches), so they
+start as a user's would.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,19 +35,33 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+SUFFIXES = (".cu", ".cuh")
+RAW_PARSE = """
+import sys, tree_sitter_cuda
+from tree_sitter import Language, Parser
+p = Parser(Language(tree_sitter_cuda.language()))
+for name in sys.stdin.read().splitlines():
+    with open(name, "rb") as fh:
+        p.parse(fh.read())
+"""
 
 
-def timed(cmd: list[str], cwd: str, ok=(0, 1)) -> float:
+def timed(cmd: list[str], cwd: str, ok=(0, 1), stdin: str | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of `cmd`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, input=stdin)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def median(cmd: list[str], cwd: str, reps: int) -> float:
-    return statistics.median(timed(cmd, cwd) for _ in range(reps))
+def median(cmd: list[str], cwd: str, reps: int, stdin: str | None = None) -> tuple[float, float]:
+    """(median wall, best CPU) over `reps` runs."""
+    runs = [timed(cmd, cwd, stdin=stdin) for _ in range(reps)]
+    return statistics.median(w for w, _c in runs), min(c for _w, c in runs)
 
 
 def nvcc_commands(project: str, cache: str, out: str):
@@ -71,16 +90,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("project")
     ap.add_argument("--file", help="the one unchanged file (default: the project's first .cu)")
+    ap.add_argument("--corpus", action="append", default=[],
+                    help="more folders of CUDA code for the parse-only row (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-cold", action="store_true",
                     help="skip the cold rows (each compiles the project twice more)")
     args = ap.parse_args()
     project = os.path.abspath(args.project)
-    sources = [p for p in Path(project).rglob("*") if p.suffix in (".cu", ".cuh")]
-    one = os.path.abspath(args.file) if args.file else str(sorted(
-        p for p in sources if p.suffix == ".cu")[0])
-    mb = sum(p.stat().st_size for p in sources) / 1e6
+    sources = sorted(p for p in Path(project).rglob("*") if p.suffix in SUFFIXES and p.is_file())
+    one = os.path.abspath(args.file) if args.file else str(next(
+        p for p in sources if p.suffix == ".cu"))
+    corpus = [project, *(os.path.abspath(c) for c in args.corpus)]
+    corpus_files = sorted({str(p) for c in corpus for p in Path(c).rglob("*")
+                           if p.suffix in SUFFIXES and p.is_file()})
+    mb = sum(os.path.getsize(p) for p in corpus_files) / 1e6
     tmp = tempfile.mkdtemp(prefix="occlint-warm-")
     cache = os.path.join(tmp, "cache")
     occ = [sys.executable, "-m", "occlint"]
@@ -89,6 +113,9 @@ def main() -> int:
 
     t_python = median([sys.executable, "-c", "pass"], project, args.reps)
     rows.append(("python -c pass", t_python, "", ""))
+    t_version = median([*occ, "--version"], project, args.reps)
+    rows.append(("occlint --version", t_version, f"{t_version[0] / t_python[0]:.1f}x python start",
+                 ""))
 
     if not args.no_cold:
         # cold: direct nvcc first (it also warms the disk cache for both), then occlint --no-cache
@@ -103,27 +130,34 @@ def main() -> int:
         direct()
         t_direct = direct()
         t_cold = timed([*occ, "check", project, "--no-cache", "--exit-zero", *conf], project)
-        rows.append((f"direct nvcc, occlint's {len(cmds)} commands", t_direct, "", ""))
-        rows.append(("occlint check --no-cache (cold)", t_cold, f"{t_cold / t_direct:.3f}x direct",
-                     "<= 1.05x"))
+        rows.append((f"direct nvcc, occlint's {len(cmds)} commands", (t_direct, float("nan")),
+                     "", ""))
+        rows.append(("occlint check --no-cache (cold)", t_cold,
+                     f"{t_cold[0] / t_direct:.3f}x direct nvcc", "<= 1.05x"))
 
     timed([*occ, "check", project, "--exit-zero", *conf], project)          # fill the cache
     t_warm = median([*occ, "check", project, "--exit-zero", *conf], project, args.reps)
     rows.append((f"occlint check, warm ({len(sources)} files)", t_warm,
-                 f"{t_warm / t_python:.1f}x python start", "< 0.3 s"))
+                 f"{t_warm[0] / t_version[0]:.1f}x occlint --version", "< 0.3 s"))
     t_one = median([*occ, "check", one, "--exit-zero", *conf], project, args.reps)
     rows.append((f"occlint check {os.path.relpath(one, project)}, warm", t_one,
-                 f"{t_one / t_python:.1f}x python start", "< 0.15 s"))
-    t_parse = median([*occ, "kernels", project, "--no-compile", "--json"], project, args.reps)
+                 f"{t_one[0] / t_version[0]:.1f}x occlint --version", "< 0.15 s"))
+    t_raw = median([sys.executable, "-c", RAW_PARSE], project, args.reps,
+                   stdin="\n".join(corpus_files))
+    rows.append((f"tree-sitter parse only, own process ({mb:.2f} MB)", t_raw,
+                 f"{mb / t_raw[0]:.2f} MB/s", ""))
+    t_parse = median([*occ, "kernels", *corpus, "--no-compile", "--json"], project, args.reps)
     rows.append((f"occlint kernels --no-compile ({mb:.2f} MB)", t_parse,
-                 f"{mb / t_parse:.2f} MB/s", ">= 5 MB/s"))
+                 f"{mb / t_parse[0]:.2f} MB/s, {t_parse[0] / t_raw[0]:.1f}x tree-sitter",
+                 ">= 5 MB/s"))
 
-    print(f"occlint warm bench: {project}, {len(sources)} files, jobs={args.jobs}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"occlint warm bench: {project} (+{len(args.corpus)} corpus folders), "
+          f"{len(sources)} files, jobs={args.jobs}, load average {os.getloadavg()[0]:.1f}; "
+          "children run without PYTHONDONTWRITEBYTECODE")
     width = max(len(r[0]) for r in rows)
-    print(f"{'case':<{width}}  {'wall s':>7}  {'ratio':<24}  target")
-    for name, secs, ratio, target in rows:
-        print(f"{name:<{width}}  {secs:>7.3f}  {ratio:<24}  {target}")
+    print(f"{'case':<{width}}  {'wall s':>7}  {'cpu s':>6}  {'ratio':<34}  target")
+    for name, (wall, cpu), ratio, target in rows:
+        print(f"{name:<{width}}  {wall:>7.3f}  {cpu:>6.3f}  {ratio:<34}  {target}")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -52,13 +52,16 @@ def parse(text: str | bytes, path: str = "<input>", view: View | None = None) ->
     return parse_full(text, path, view).sf
 
 
-def parse_full(text: str | bytes, path: str = "<input>", view: View | None = None) -> Parsed:
+def parse_full(text: str | bytes, path: str = "<input>", view: View | None = None,
+               tree=None) -> Parsed:
+    """`parse`, with what `specialize` needs; `tree`: the same text's tree-sitter tree, when
+    one was already made (another pass of the same file)."""
     try:
         decoded = decode(text)
     except Exception:
         decoded = ""
     try:
-        parsed = _extract(decoded, path, view)
+        parsed = _extract(decoded, path, view, tree)
     except Exception:
         # a bug must not take the linter down on one odd file: report nothing for it
         if STRICT:
@@ -78,7 +81,7 @@ def for_arch(sf: SourceFile, arch: str) -> SourceFile:
     got = p.arch_views.get(arch)
     if got is None:
         view = dataclasses.replace(p.view or View(), arch=arch, host=False)
-        got = p.arch_views[arch] = parse(sf.text, sf.path, view)
+        got = p.arch_views[arch] = parse_full(sf.text, sf.path, view, p.ctx.tree).sf
     return got
 
 
@@ -90,8 +93,8 @@ def parsed_for(sf: SourceFile) -> Parsed:
     return parse_full(sf.text, sf.path)
 
 
-def _extract(text: str, path: str, view: View | None = None) -> Parsed:
-    ctx = Context(text, path, view=view)
+def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parsed:
+    ctx = Context(text, path, view=view, tree=tree)
     kns = kernel_nodes(ctx)
     kept = {kn.node.start_byte for kn in kns}
     dropped = {n.start_byte for n in ctx.caps.get("kernel", ()) if n.start_byte not in kept}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import struct
@@ -213,18 +214,12 @@ def _from_json(cls, d, unit: str):
     """`cls(**d)` for a stored entry, checked field by field: a missing or extra field or a
     wrong type (another occlint's format, a hand edit) raises ValueError, and the caller
     treats the entry as a miss."""
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in fields(cls)}
-    required = {f.name for f in fields(cls) if f.default is MISSING} - {"unit"}
+    names, required, types = _shape(cls)
     if not isinstance(d, dict) or not required <= d.keys() <= names:
         raise ValueError(f"not a stored {cls.__name__}")
     d = {**d, "unit": unit}
     for key, value in d.items():
-        hint = hints[key]
-        allowed = typing.get_args(hint) if typing.get_origin(hint) is not tuple else (tuple,)
-        allowed = tuple(typing.get_origin(t) or t for t in allowed or (hint,))
+        allowed = types[key]
         if isinstance(value, list) and tuple in allowed:      # JSON has no tuples
             value = d[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             if key == "template_args" and not all(isinstance(a, str) for a in value):
@@ -234,6 +229,23 @@ def _from_json(cls, d, unit: str):
         if isinstance(value, bool) is not (bool in allowed) or not isinstance(value, allowed):
             raise ValueError(f"{cls.__name__}.{key}")
     return cls(**d)
+
+
+@functools.cache
+def _shape(cls) -> tuple[set, set, dict]:
+    """(field names, required names, name -> the types a value may have) of a dataclass,
+    worked out once per class (typing.get_type_hints evaluates every annotation)."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    required = {f.name for f in fields(cls) if f.default is MISSING} - {"unit"}
+    types = {}
+    for key in names:
+        hint = hints[key]
+        allowed = typing.get_args(hint) if typing.get_origin(hint) is not tuple else (tuple,)
+        types[key] = tuple(typing.get_origin(t) or t for t in allowed or (hint,))
+    return names, required, types
 
 
 def usage_from_json(d: dict, unit: str) -> Usage:
