@@ -366,7 +366,9 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                 values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
                           "regs": u.registers, "stores": u.spill_stores, "loads": u.spill_loads,
                           "stack": u.stack_frame}
-                variant = "message"
+                # no cap binds and ptxas used every register a thread can have: there is no
+                # cap to raise, only live state to reduce
+                variant = "at_max" if eff.cause is None and u.registers >= MAX_THREAD_REGISTERS else "message"
                 if eff.cause is not None:
                     values.update(cap=eff.text)
                     lb = eff.launch_bounds()
@@ -383,6 +385,9 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                                 break
                 yield Hit(code, kf.kernel.span, values, variant, arch, kf.kernel.qualname,
                           None, kernel_noqa(kf.kernel))
+
+
+MAX_THREAD_REGISTERS = 255      # ptxas never gives a thread more, on any arch
 
 
 @check("OCC011")

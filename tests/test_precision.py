@@ -276,6 +276,11 @@ def test_occ033_only_for_kernels_that_spread_work_over_the_grid():
     launch = "void run(float* x) { k<<<64, 256>>>(x, 1 << 20); }\n"
     assert [f.code for f in lint_source(stride + launch, "k.cu", [], Config())] == ["OCC033"]
     assert lint_source(tile + launch, "k.cu", [], Config()) == []
+    # system scope (host or peer memory over PCIe/NVLink): the link, not the SMs, sizes the grid
+    for fence in ("__threadfence_system();", "atomicAdd_system(flag, 1);",
+                  "cuda::atomic_ref<int, cuda::thread_scope_system>(*flag).store(1);"):
+        comm = stride.replace("x[i] = 0;\n", "x[i] = 0;\n    " + fence + "\n").replace("int n)", "int n, int* flag)")
+        assert lint_source(comm + launch.replace("1 << 20)", "1 << 20, 0)"), "k.cu", [], Config()) == [], fence
 
 
 # --- `static __global__` kernels keep their nvcc figures ------------------------------------------

@@ -172,15 +172,23 @@ _PRODUCT = re.compile(r"([\w.]+)\s*\*\s*gridDim\.[xyz]|gridDim\.[xyz]\s*\*\s*([\
 _PAIR = re.compile(r"(<<<\s*)?(?:blockDim\.[xyz]\s*,\s*gridDim|gridDim\.[xyz]\s*,\s*blockDim)")
 
 
+_SYSTEM = re.compile(r"\b__threadfence_system\s*\(|\batomic\w*_system\s*\(|\bthread_scope_system\b")
+
+
 def grid_stride(body: str) -> bool:
     """The kernel spreads its work over however many blocks the grid has (Kernel.grid_stride):
     a step of gridDim (`i += blockDim.x * gridDim.x`, `vec += gridDim.x`), the grid's thread
     count (`blockDim.x * gridDim.x`, `MUL(blockDim.x, gridDim.x)`), a share of the work
     (`n / gridDim.x`) or a cooperative grid group. Not: `blockIdx.y * gridDim.x + blockIdx.x`
-    (a flat block index) or `gridDim.x` passed on to a child launch."""
+    (a flat block index) or `gridDim.x` passed on to a child launch. Nor a kernel that orders
+    memory at system scope (`__threadfence_system`, `atomicAdd_system`, `thread_scope_system`):
+    it talks to the host or a peer GPU over PCIe/NVLink, whose bandwidth, not the SM count,
+    sets its block count (an all-reduce's few blocks with one arrival flag each)."""
     if "grid" not in body:
         return False
     body = _COMMENTS.sub(" ", body)
+    if _SYSTEM.search(body):
+        return False
     if _STEP.search(body):
         return True
     if any(not (m.group(1) or m.group(2)).startswith("blockIdx") for m in _PRODUCT.finditer(body)):
