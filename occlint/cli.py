@@ -83,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"occlint: error: {exc}", file=sys.stderr)
         return 2
     except Terminated as exc:
-        kill_all()
+        kill_all(final=True)
         return 128 + exc.signum
     except KeyboardInterrupt:
-        kill_all()
+        kill_all(final=True)
         return 130
     except BrokenPipeError:
         return 0

@@ -7,7 +7,8 @@
   pipe from occlint. When occlint ends in any way, SIGKILL included, the pipe closes and the
   watchdog kills every process group still registered and removes every temp folder still
   registered (`/tmp/occlint-*`). So no compile outlives occlint and no temp folder is left.
-- `kill_all()` kills the groups in flight (Ctrl-C, SIGTERM).
+- `kill_all()` kills the groups in flight (Ctrl-C, SIGTERM); `kill_all(final=True)` also kills
+  any child a worker thread starts after it, so the exit never waits on a late compile.
 """
 
 from __future__ import annotations
@@ -112,8 +113,15 @@ def kill_group(proc: subprocess.Popen) -> None:
             pass
 
 
-def kill_all() -> None:
-    """Kill every child process group in flight (on Ctrl-C or SIGTERM)."""
+_CLOSED = False      # occlint is ending: a child started from now on is killed at once
+
+
+def kill_all(final: bool = False) -> None:
+    """Kill every child process group in flight (on Ctrl-C or SIGTERM). `final`: occlint is
+    ending, so a child that a worker thread starts afterwards (it took its compile from the queue
+    just before the signal) is killed too; otherwise the exit would wait for it."""
+    global _CLOSED
+    _CLOSED = _CLOSED or final          # before the sweep: a child added later sees it
     for proc in list(_RUNNING):
         kill_group(proc)
 
@@ -128,6 +136,8 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
                             preexec_fn=_in_child if _prctl() is not None else None)
     _RUNNING.add(proc)
     WATCHDOG.send("+g", str(proc.pid))
+    if _CLOSED:                         # started after the final sweep
+        kill_group(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -127,3 +127,16 @@ def test_nvcc_launcher_ctrl_c_exits_130_without_traceback(tmp_path):
     for p in _pids(pids):                          # the script's sleep got the SIGINT too
         with __import__("contextlib").suppress(ProcessLookupError):
             os.kill(p, signal.SIGKILL)
+
+
+def test_a_compile_started_after_the_final_kill_is_killed_at_once(monkeypatch):
+    """Ctrl-C or SIGTERM while compiles are queued: a worker thread that took its compile from
+    the queue just before the signal starts it after `kill_all` swept; that child must die at
+    once, or the exit waits on it (for the compile timeout)."""
+    from occlint import process
+
+    monkeypatch.setattr(process, "_CLOSED", False)         # restored for the tests after this
+    process.kill_all(final=True)
+    start = time.monotonic()
+    code, _out, _err = process.run(["sleep", "60"], timeout=120)
+    assert time.monotonic() - start < 20 and code != 0
