@@ -264,6 +264,8 @@ def test_include_search_reads_host_compiler_words_too(tmp_path):
     found = non_regular_input(str(tmp_path / "k.cu"), ["-Xcompiler=-include,/dev/zero"],
                               str(tmp_path))
     assert found and "-include /dev/zero" in found[2]
+    (tmp_path / "p.cu").write_text('#include "/proc/self/status"\n')      # /proc/kcore is endless
+    assert "/proc" in non_regular_input(str(tmp_path / "p.cu"), [], str(tmp_path))[2]
 
 
 @pytest.mark.parametrize("how", ["symlink to /dev/zero", "FIFO", "forced include"])

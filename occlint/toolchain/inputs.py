@@ -6,8 +6,8 @@ grow by about 1 GB a second until the compile timeout. Before a compile, `non_re
 follows the unit's `#include`/`#embed` lines as the preprocessor would find them (the including
 file's folder, then `-iquote`, `-I`, `-isystem`, `-idirafter`; absolute paths as written) and the
 forced includes, through every header it finds, and names the first one that is not a regular
-file. Conditional blocks are not evaluated (a dead `#include` of a device is refused too) and
-`#include MACRO` is not followed.
+file, or is a file of /proc or /sys. Conditional blocks are not evaluated (a dead `#include` of
+a device is refused too) and `#include MACRO` is not followed.
 """
 
 from __future__ import annotations
@@ -62,11 +62,14 @@ def non_regular_input(unit: str, flags: list[str], cwd: str) -> tuple[str, int |
 
 
 def _not_regular(path: str) -> str | None:
-    """What `path` is when it exists and is neither a regular file nor a folder."""
+    """What `path` is when it exists and is neither a regular file nor a folder, or is a file
+    of /proc or /sys (where "regular" files can be endless: /proc/kcore)."""
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
+    if os.path.realpath(path).startswith(("/proc/", "/sys/")):
+        return "a file of /proc or /sys"
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return kind(mode)
