@@ -1,15 +1,19 @@
-"""Throughput of occlint.source.parse (parse + extract) on a generated corpus, one core.
+"""Throughput of occlint.source.parse (parse + extract) against tree-sitter's parse alone, one core.
 
-    python bench/source.py [--files 120] [--seed 1] [--repeat 3]
+    python bench/source.py [PATH ...] [--files 120] [--seed 1] [--repeat 3]
 
-Writes realistic .cu/.cuh files (license headers, includes, macros, constexpr, templated and
-namespaced kernels, shared tiles, reductions, host code with dim3 and <<<>>> launches, error
-checks, comments) to a temp dir, then prints a table of MB/s.
+With PATHs (files or folders of real CUDA code: their .cu and .cuh files), parses those, each
+with its project headers walked as a check would; else writes realistic generated .cu/.cuh files
+(license headers, includes, macros, constexpr, templated and namespaced kernels, shared tiles,
+reductions, host code with dim3 and <<<>>> launches, error checks, comments) to a temp dir.
+Prints a table of MB/s with the ratio to tree-sitter's parse of the same bytes, measured in the
+same run. (`bench/warm.py` measures the same with process start included.)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -201,6 +205,7 @@ def make_file(i: int, rng: random.Random) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="*", help="real CUDA files or folders (default: generated)")
     ap.add_argument("--files", type=int, default=120)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
@@ -209,13 +214,19 @@ def main(argv=None) -> int:
     from occlint.source import parse
 
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = []
-        for i in range(args.files):
-            p = Path(tmp) / (f"k{i}.cu" if i % 4 else f"k{i}.cuh")
-            p.write_text(make_file(i, rng))
-            paths.append(p)
-        datas = [(str(p), p.read_bytes()) for p in paths]
+    if args.paths:
+        found = sorted({str(f) for p in args.paths
+                        for f in ([Path(p)] if Path(p).is_file() else Path(p).rglob("*"))
+                        if f.suffix in (".cu", ".cuh") and f.is_file()})
+        datas = [(os.path.abspath(f), Path(f).read_bytes()) for f in found]
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for i in range(args.files):
+                p = Path(tmp) / (f"k{i}.cu" if i % 4 else f"k{i}.cuh")
+                p.write_text(make_file(i, rng))
+                paths.append(p)
+            datas = [(str(p), p.read_bytes()) for p in paths]
     total = sum(len(d) for _, d in datas)
     parse("__global__ void warm() {}")
 
@@ -245,9 +256,11 @@ def main(argv=None) -> int:
     mb = total / 1e6
     print(f"corpus: {len(datas)} files, {mb:.2f} MB; found {counts[0]} kernels, "
           f"{counts[1]} shared declarations, {counts[2]} launches")
-    print(f"{'step':<24} {'wall s':>8} {'cpu s':>8} {'MB/s wall':>10} {'MB/s cpu':>9}")
+    print(f"{'step':<24} {'wall s':>8} {'cpu s':>8} {'MB/s wall':>10} {'MB/s cpu':>9} "
+          f"{'cpu vs tree-sitter':>18}")
+    base = rows[0][1][1]
     for name, (w, c) in rows:
-        print(f"{name:<24} {w:>8.3f} {c:>8.3f} {mb / w:>10.2f} {mb / c:>9.2f}")
+        print(f"{name:<24} {w:>8.3f} {c:>8.3f} {mb / w:>10.2f} {mb / c:>9.2f} {c / base:>17.1f}x")
     return 0
 
 
