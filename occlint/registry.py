@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import string
 import sys
 from collections.abc import Iterator, Mapping
@@ -113,13 +114,22 @@ def render(code: str, variant: str = "message", **values) -> str:
     """Fill the rule's `message` (or `messages[variant]`) with `values`."""
     rule = RULES[code]
     template = rule.message if variant == "message" else rule.messages[variant]
-    return template.format(**values).strip()
+    return singular(template.format(**values).strip())
 
 
 def render_fix_title(code: str, variant: str = "fix_title", **values) -> str:
     rule = RULES[code]
     template = rule.fix_title if variant == "fix_title" else rule.fix_titles[variant]
-    return template.format(**values).strip()
+    return singular(template.format(**values).strip())
+
+
+_ONE = re.compile(r"(?<![\w.,])1( fewer)? (block|register|thread|byte|warp|element|lane|SM|instantiation|launch)s\b")
+
+
+def singular(text: str) -> str:
+    """"1 blocks/SM" -> "1 block/SM", "1 fewer registers" -> "1 fewer register": the templates
+    write the plural, which is wrong for a count of exactly one."""
+    return _ONE.sub(lambda m: f"1{m.group(1) or ''} {m.group(2)}", text)
 
 
 # --- selection -----------------------------------------------------------------------------------

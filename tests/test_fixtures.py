@@ -34,7 +34,8 @@ from occlint.engine import lint_source
 from occlint.model import CompileError, Usage
 
 _EXPECT = re.compile(r"(?://|#)\s*expect:\s*(.*)$")      # `#` in .py fixtures
-_ITEM = re.compile(r'(OCC\d{3})(?:\s+"([^"]*)")?')
+_ITEM = re.compile(r'(OCC\d{3})((?:\s+"[^"]*")*)')      # a code and every quoted text after it
+_QUOTED = re.compile(r'"([^"]*)"')
 _USAGE = re.compile(r"^\s*//\s*usage:\s*(\S+?)(?:<([^>]*)>)?\s+(.*)$")
 _COMPILE_ERROR = re.compile(r'^\s*//\s*compile-error:\s*"([^"]*)"')
 
@@ -117,7 +118,7 @@ def load(path: Path) -> Fixture:
             continue
         if _is_code(line, python):
             for code, quoted in [*pending, *items]:
-                fx.expected.setdefault((number, code), []).extend([quoted] if quoted else [])
+                fx.expected.setdefault((number, code), []).extend(_QUOTED.findall(quoted))
             for message in pending_errors:
                 fx.compile_errors.append(CompileError(str(path), number, None, message, fx.archs[0]))
             pending, pending_errors = [], []

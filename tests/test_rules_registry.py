@@ -122,3 +122,11 @@ def test_fix_safety_on_the_page_is_what_the_checks_give():
     assert {"OCC010", "OCC031", "OCC022"} <= set(seen)
     for code, kinds in seen.items():
         assert kinds == {registry.RULES[code].fix_safety}, code
+
+
+def test_messages_say_one_in_the_singular():
+    text = registry.render("OCC001", "best", kernel="k", regs=84, arch="sm_90", max_block=1024,
+                           occupancy="31.2%", block=640, limiter="limited by registers", shed=1,
+                           target_regs=64, target_occupancy="50%", target_block=1024, target_blocks=1)
+    assert "(1 block/SM)" in text and "1 fewer register/thread" in text, text
+    assert registry.singular("11 blocks, 0.1 blocks, 21 bytes") == "11 blocks, 0.1 blocks, 21 bytes"

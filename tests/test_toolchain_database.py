@@ -344,3 +344,29 @@ def test_pre_commit_hooks_run_serially_on_every_suffix_discovery_covers(tmp_path
         assert hook["require_serial"] is True
         picked = Classifier(names).filenames_for_hook(SimpleNamespace(**hook))
         assert set(picked) == set(names) - {"README.md", "k.cpp"}, hook["id"]
+
+
+def test_a_lone_header_is_measured_the_same_cold_and_warm(tmp_path, monkeypatch, nvcc_path):
+    """ggml: convert.cu reaches mmq.cuh through another header and instantiates none of its
+    templates; mmq.cu includes it and does. With convert.cu and the header given, the header's
+    kernel is measured through mmq.cu on a cold cache and on a warm one (where the recorded
+    dependency lists know that convert.cu reads the header)."""
+    from occlint.config import Config
+    from occlint.toolchain import collect_usage
+
+    (tmp_path / "mmq.cuh").write_text(
+        "template <int N> __global__ void mul(float* x) { x[threadIdx.x] *= N; }\n")
+    (tmp_path / "common.cuh").write_text('#include "mmq.cuh"\n')
+    (tmp_path / "convert.cu").write_text(
+        '#include "common.cuh"\n__global__ void convert(float* x) { x[threadIdx.x] = 1.0f; }\n')
+    (tmp_path / "mmq.cu").write_text(
+        '#include "mmq.cuh"\nvoid run(float* x) { mul<4><<<100, 128>>>(x); }\n')
+    _db(tmp_path, (tmp_path / "convert.cu", "-arch=sm_90"), (tmp_path / "mmq.cu", "-arch=sm_90"))
+    monkeypatch.chdir(tmp_path)
+    config = Config(root=str(tmp_path), cache_dir=str(tmp_path / "cache"), nvcc=nvcc_path)
+    runs = []
+    for _ in range(2):                 # cold, then warm (the includers index is written)
+        report = collect_usage(["convert.cu", "mmq.cuh"], config)
+        runs.append(sorted({u.kernel for u in report.usage_for("mmq.cuh")}))
+    assert runs[0] == runs[1], runs
+    assert "mul" in runs[0], runs

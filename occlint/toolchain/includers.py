@@ -145,8 +145,11 @@ def _text(path: str) -> str:
 
 
 def for_headers(headers: list[str], units: list[str], config: Config, cache) -> list[tuple[str, str]]:
-    """(unit, header) for every header none of `units` is known to include: the units to
-    compile on its behalf (from recorded dependency lists, else the database's text)."""
+    """(unit, header) for every header none of `units` includes directly: the units to compile
+    on its behalf. The units whose text `#include`s it come first (the database's, else the
+    project's); the recorded dependency lists only when none does. The decision reads no cache,
+    so a cold and a warm run compile the same units: a unit that reaches the header only through
+    another header (ggml's convert.cu and mmq.cuh) rarely instantiates its templates."""
     known = _load(cache) if cache is not None else {}
     given = {os.path.realpath(u) for u in units}
     out: list[tuple[str, str]] = []
@@ -158,9 +161,10 @@ def for_headers(headers: list[str], units: list[str], config: Config, cache) -> 
 
     for header in headers:
         target = os.path.realpath(header)
-        found = [u for u, deps in known.items() if target in deps and os.path.isfile(u)] \
-            or _textual(header, config, project_units)
-        if any(u in given for u in found):
+        found = [os.path.abspath(u) for u in _textual(header, config, project_units)]
+        if not found:        # included only indirectly, or through a computed #include
+            found = [u for u, deps in known.items() if target in deps and os.path.isfile(u)]
+        if any(os.path.realpath(u) in given for u in found):
             continue                 # a unit of this run includes it already
         out.extend((_shown(u), header) for u in _nearest(target, found))
     return list(dict.fromkeys(out))
