@@ -93,3 +93,27 @@ def test_includers_index_finds_what_the_include_regex_finds(tmp_path):
     assert 10 < len(want) < 290
     got = _includers(header, units, None, Config(root=str(tmp_path)), {})
     assert sorted(got) == want
+
+
+def test_a_header_is_parsed_once_for_every_view(tmp_path, monkeypatch):
+    """Header contexts are per view (their conditionals differ), but the tree-sitter tree of the
+    same bytes is one: a second view reuses it."""
+    from occlint.source import context
+    from occlint.source.preproc import View
+
+    parses = []
+    real = context.parser
+
+    class Counting:
+        def parse(self, data):
+            parses.append(data)
+            return real().parse(data)
+
+    monkeypatch.setattr(context, "parser", lambda: Counting())
+    header = tmp_path / "cfg.cuh"
+    header.write_text("#ifdef BIG\nconstexpr int kSize = 1024;\n#else\nconstexpr int kSize = 64;\n"
+                      "#endif\n")
+    small = context.header_context(str(header), View(complete=True))
+    big = context.header_context(str(header), View(defines=("BIG",), complete=True))
+    assert small is not big and small.view != big.view and small.tree is big.tree
+    assert len(parses) == 1

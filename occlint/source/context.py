@@ -401,6 +401,7 @@ def _classify_use(node, local: Local) -> None:
 MAX_CONSTANT_HEADERS = 64             # headers per file whose constants are read
 MAX_CONSTANT_HEADER_BYTES = 256 << 10  # larger ones (library headers) are not parsed for them
 _HEADER_CONTEXTS: dict[tuple, Context | None] = {}
+_HEADER_TREES: dict[tuple, object] = {}      # (path, bytes) -> its tree-sitter tree (any view)
 _BUILDING: set[tuple] = set()
 
 
@@ -420,7 +421,12 @@ def header_context(path: str, view: View | None) -> Context | None:
     _BUILDING.add(key)
     try:
         try:
-            ctx = Context(data.decode("utf-8", "replace"), path, view=view)
+            tree = _HEADER_TREES.get((path, data))      # the same bytes under another view
+            ctx = Context(data.decode("utf-8", "replace"), path, view=view, tree=tree)
+            if tree is None:
+                if len(_HEADER_TREES) > 512:
+                    _HEADER_TREES.clear()
+                _HEADER_TREES[(path, data)] = ctx.tree
         except Exception:
             ctx = None
     finally:
