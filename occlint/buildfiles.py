@@ -76,36 +76,28 @@ def _beside_device_debug(text: str, span: Span, kind: str) -> bool:
         return True
     if kind not in _OPEN:
         return False
-    start = end = None
-    depth = 0
-    for i in range(at - 1, -1, -1):           # up to the branch's opening line
-        if _CLOSE[kind].match(lines[i]):
-            depth += 1
-        elif _OPEN[kind].match(lines[i]):
-            if depth == 0:
-                start = i
-                break
-            depth -= 1
-        elif depth == 0 and _BRANCH[kind].match(lines[i]):
-            start = i
-            break
-    if start is None:
-        return False
-    depth = 0
-    for i in range(at + 1, len(lines)):       # down to the branch's end
-        if _OPEN[kind].match(lines[i]):
-            depth += 1
-        elif _CLOSE[kind].match(lines[i]):
-            if depth == 0:
-                end = i
-                break
-            depth -= 1
-        elif depth == 0 and _BRANCH[kind].match(lines[i]):
-            end = i
-            break
-    if end is None:
+    start = _branch_edge(lines, at, kind, -1)        # the branch's opening line
+    end = _branch_edge(lines, at, kind, +1)          # and the line that ends it
+    if start is None or end is None:
         return False
     return any(_DEBUG.search(line) for line in lines[start + 1:end])
+
+
+def _branch_edge(lines: list[str], at: int, kind: str, step: int) -> int | None:
+    """The nearest line from `at` in direction `step` (-1 up, +1 down) that opens (up) or ends
+    (down) the conditional branch holding line `at`: its `if`, `else`/`elseif`, or `endif`."""
+    inward, outward = (_CLOSE[kind], _OPEN[kind]) if step < 0 else (_OPEN[kind], _CLOSE[kind])
+    depth = 0
+    for i in range(at + step, -1 if step < 0 else len(lines), step):
+        if inward.match(lines[i]):
+            depth += 1
+        elif outward.match(lines[i]):
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and _BRANCH[kind].match(lines[i]):
+            return i
+    return None
 
 
 def _span(text: str, start: int, end: int) -> Span:
