@@ -69,8 +69,10 @@ class Context:
         self.path = path
         self.tx = Text(text) if outer is None else outer.tx
         self.data = self.tx.parse_data if data is None else data
-        self.tree = parser().parse(self.data) if tree is None else tree
-        self.caps = file_captures(self.tree.root_node, self.data)
+        if tree is None:
+            self.tree, self.caps = _parsed(self.data)
+        else:
+            self.tree, self.caps = tree, file_captures(tree.root_node, self.data)
         funcs = sorted((n.start_byte, n.end_byte, n) for n in self.caps.get("function", ()))
         self.func_starts = [f[0] for f in funcs]
         self.funcs = funcs
@@ -401,7 +403,21 @@ def _classify_use(node, local: Local) -> None:
 MAX_CONSTANT_HEADERS = 64             # headers per file whose constants are read
 MAX_CONSTANT_HEADER_BYTES = 256 << 10  # larger ones (library headers) are not parsed for them
 _HEADER_CONTEXTS: dict[tuple, Context | None] = {}
-_HEADER_TREES: dict[tuple, object] = {}      # (path, bytes) -> its tree-sitter tree (any view)
+_PARSED: dict[bytes, tuple] = {}     # source bytes -> (tree, captures): any path, view or use
+
+
+def _parsed(data: bytes) -> tuple:
+    """The tree of `data` and its query captures, made once per process for the same bytes: a
+    header is parsed as a file of the run (by the name the user gave), for the constants of each
+    unit that includes it (by its resolved path) and per view. Both are only read afterwards
+    (trees are immutable), so sharing them is safe."""
+    hit = _PARSED.get(data)
+    if hit is None:
+        if len(_PARSED) > 512:
+            _PARSED.clear()
+        tree = parser().parse(data)
+        hit = _PARSED[data] = (tree, file_captures(tree.root_node, data))
+    return hit
 _BUILDING: set[tuple] = set()
 
 
@@ -421,12 +437,7 @@ def header_context(path: str, view: View | None) -> Context | None:
     _BUILDING.add(key)
     try:
         try:
-            tree = _HEADER_TREES.get((path, data))      # the same bytes under another view
-            ctx = Context(data.decode("utf-8", "replace"), path, view=view, tree=tree)
-            if tree is None:
-                if len(_HEADER_TREES) > 512:
-                    _HEADER_TREES.clear()
-                _HEADER_TREES[(path, data)] = ctx.tree
+            ctx = Context(data.decode("utf-8", "replace"), path, view=view)
         except Exception:
             ctx = None
     finally:
