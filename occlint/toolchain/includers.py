@@ -113,6 +113,9 @@ def _nearest(header: str, units: list[str]) -> list[str]:
     return sorted(units, key=score)[:MAX_INCLUDERS]
 
 
+_INCLUDE_NAME = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^">\n]*/)?([^/">\n]+)[">]', re.M)
+
+
 def _textual(header: str, config: Config, project_units) -> list[str]:
     """Units whose text includes a file of the header's name: those of the header's database,
     or with no database the project's units (`project_units()`: `check`'s discovery under the
@@ -120,10 +123,19 @@ def _textual(header: str, config: Config, project_units) -> list[str]:
     from occlint.toolchain.database import database_for
 
     db = database_for(header, config)
-    units = db.units() if db is not None else project_units()
-    name = re.escape(os.path.basename(header))
-    pattern = re.compile(rf'^\s*#\s*include\s*[<"](?:[^">]*/)?{name}[">]', re.M)
-    return [unit for unit in units if pattern.search(_text(unit))]
+    units = tuple(db.units()) if db is not None else tuple(project_units())
+    return _by_name(units).get(os.path.basename(header), [])
+
+
+@functools.lru_cache(maxsize=8)
+def _by_name(units: tuple[str, ...]) -> dict[str, list[str]]:
+    """File name -> the units among `units` with an `#include` of a file of that name (each
+    unit's text read and searched once, for all the headers of a run)."""
+    out: dict[str, list[str]] = {}
+    for unit in units:
+        for name in dict.fromkeys(_INCLUDE_NAME.findall(_text(unit))):
+            out.setdefault(name, []).append(unit)
+    return out
 
 
 _TEXTS: dict[str, str] = {}
@@ -132,6 +144,7 @@ _TEXTS: dict[str, str] = {}
 def forget() -> None:
     """Forget unit texts read by an earlier run (the language server lives long)."""
     _TEXTS.clear()
+    _by_name.cache_clear()
 
 
 def _text(path: str) -> str:
