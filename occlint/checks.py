@@ -237,35 +237,26 @@ def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         if site.owner != "OCC001":
             continue
         have = site.usage.registers
-        floor = have - int(have * facts.config.max_register_cut + 1e-9)
+        # the lowest cap that is a remedy: within max-register-cut, above the per-thread arrays
+        floor = max(have - int(have * facts.config.max_register_cut + 1e-9), array_registers(site) + 1)
         values = _occ_values(site, facts)
-        if site.basis == "best":        # no launch chose a size: no bound to write
-            step = _smallest_cap(site, facts.config.min_occupancy, have - 1)
-            if step is None or step[0] < floor or step[0] <= array_registers(site):
+        if site.basis == "best":        # no launch chose a size: the cap at any block size
+            found = occupancy.largest_register_cap(
+                site.arch, site.block, have - 1, site.static_smem, site.dynamic_smem,
+                target=facts.config.min_occupancy, max_block_size=site.bounds.max_threads
+                if site.bounds else None, **site.engine_inputs())
+            if found is None or found[0] < floor:
                 continue
-            regs, block, after = step
-            values.update(target_regs=regs, shed=have - regs, target_block=block,
-                          target_blocks=after.active_blocks, target_occupancy=Pct(after.occupancy))
-            yield _site_hit("OCC001", site, values, "best")
+            regs, step = found
+            values.update(target_regs=regs, shed=have - regs, target_block=step.value,
+                          target_blocks=step.result.active_blocks,
+                          target_occupancy=Pct(step.result.occupancy))
+            yield _site_hit("OCC001", site, values, "best")     # no bound to write
             continue
         regs = max_registers(site, blocks_for(site.occ, facts.config.min_occupancy), have - 1)
-        if regs is None or regs < floor or regs <= array_registers(site):
+        if regs is None or regs < floor:
             continue
         yield _register_step(facts, site, "OCC001", values, regs, compute(site, regs=regs))
-
-
-def _smallest_cap(site: Site, target: float, limit: int):
-    """(registers, block size, occupancy): the largest register count with which some block size
-    up to the kernel's bound reaches `target` (ties: the block nearest the site's), or None."""
-    top = site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024
-    found = None
-    for block in sorted(range(32, min(top, 1024) + 1, 32), key=lambda b: (abs(b - site.block), -b)):
-        need = blocks_for(compute(site, block=block), target)
-        regs = occupancy.max_registers(site.arch, block, need, site.static_smem, site.dynamic_smem,
-                                       limit=limit, **site.engine_inputs())
-        if regs is not None and (found is None or regs > found[0]):
-            found = (regs, block, compute(site, regs=regs, block=block))
-    return found
 
 
 @check("OCC002")

@@ -679,6 +679,27 @@ def nearest_block_size(arch, block_size: int, regs_per_thread: int, static_smem:
     return None
 
 
+def largest_register_cap(arch, block_size: int, regs_limit: int, static_smem: int = 0,
+                         dynamic_smem: int = 0, *, target: float, max_block_size: int | None = None,
+                         max_dynamic_smem: int | None = None, carveout: int | None = None,
+                         cache_config: str = "none", barriers: int = 1) -> tuple[int, Step] | None:
+    """(registers, block step): the most registers/thread (up to `regs_limit`) with which some
+    warp-multiple block size up to `max_block_size` reaches `target`, at the block size nearest
+    `block_size` that allows them (ties: the larger); None if no register count does."""
+    c = _consts(arch)
+    kw = {"max_dynamic_smem": max_dynamic_smem, "carveout": carveout,
+          "cache_config": cache_config, "barriers": barriers}
+    top = min(c.max_tpb, max_block_size) if max_block_size else c.max_tpb
+    found = None
+    for size in sorted(range(c.ws, top + 1, c.ws), key=lambda s: (abs(s - block_size), -s)):
+        regs = _edge(1, regs_limit, lambda r: compute(
+            c.a, size, r, static_smem, dynamic_smem, **kw).occupancy >= target)
+        if regs is not None and (found is None or regs > found[0]):
+            occ = compute(c.a, size, regs, static_smem, dynamic_smem, **kw)
+            found = (regs, Step(size, size - block_size, occ))
+    return found
+
+
 @dataclass(frozen=True)
 class SweepRow:
     block_size: int
