@@ -298,10 +298,12 @@ def source_views(paths: Iterable[str], config: Config,
     for path in paths:
         if not is_header(path):
             out[path] = unit_view(path)
-    for path in paths:
-        if not is_header(path):
-            continue
-        base = view_from_flags(config_flags(config), config.root, complete=False)
+    headers = [p for p in paths if is_header(p)]
+    if not headers:
+        return out
+    base = view_from_flags(config_flags(config), config.root, complete=False)   # a header's
+    given = base.predefined()
+    for path in headers:
         tables, dirs = [], list(base.include_dirs)
         for unit in _includers(path, paths, includes, config, named)[:MAX_PREFIX_INCLUDERS]:
             data = read_header(unit)
@@ -310,7 +312,6 @@ def source_views(paths: Iterable[str], config: Config,
             if table is not None:
                 tables.append(table)
                 dirs += [d for d in view.include_dirs if d not in dirs]
-        given = base.predefined()
         prefix = tuple((k, v) for k, v in common_macros(tables) if given.get(k) != v)
         out[path] = dataclasses.replace(base, include_dirs=tuple(dirs), prefix=prefix)
     return out
