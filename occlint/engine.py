@@ -15,12 +15,17 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from occlint import aggregate, checks, noqa, registry
+from occlint import results
 from occlint.config import Config
 from occlint.errors import OcclintError
-from occlint.facts import build_facts, build_file_facts
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
+
+if TYPE_CHECKING:
+    from occlint import checks
+# the rules (checks, facts, aggregate: ~16 ms of imports) load when a file is linted, not when
+# its findings come from the findings cache
 
 
 
@@ -42,6 +47,7 @@ class LintResult:
 
 def to_finding(hit: checks.Hit, path: str, group: Sequence[checks.Hit] = ()) -> Finding:
     """One Finding for `hit`; `group`: the hits it stands for when aggregate.merge folded several."""
+    from occlint import aggregate, checks, registry
     rule = registry.RULES[hit.code]
     fix = None
     if hit.fix is not None and hit.fix.edits:
@@ -62,6 +68,7 @@ def _data(hit: checks.Hit) -> dict:
 
 def _instance(hit: checks.Hit) -> dict:
     """One cause a finding stands for: its kernel (with template arguments), arch and message."""
+    from occlint import registry
     return {**_data(hit), "kernel": hit.values.get("kernel", hit.kernel), "arch": hit.arch,
             "message": registry.render(hit.code, hit.variant, **hit.values)}
 
@@ -69,6 +76,7 @@ def _instance(hit: checks.Hit) -> dict:
 def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
     """Hits -> Findings, minus suppressions, one per (line, code, arch) (occlint.aggregate),
     sorted by (line, column, code, arch)."""
+    from occlint import aggregate, noqa
     silenced = noqa.read(text)
     kept = [h for h in hits if not noqa.suppressed(h.code, (h.span.line, *h.noqa_lines), silenced)]
     findings = [to_finding(hit, path, group) for hit, group in aggregate.merge(kept)]
@@ -96,6 +104,8 @@ def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     if source is None:
         from occlint.source import parse
         source = parse(text, path)
+    from occlint import checks, registry
+    from occlint.facts import build_facts
     from occlint.toolchain.flags import archs_for
     archs = archs_for(config, usage=usage)
     facts = build_facts(source, usage, config, archs, compile_errors, project)
@@ -109,6 +119,8 @@ def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
 def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
     """The build-file checks (OCC040) for one CMakeLists.txt, Makefile, setup.py, pyproject.toml
     or compile_commands.json: pure, like `lint_source`."""
+    from occlint import checks, registry
+    from occlint.facts import build_file_facts
     wanted = {code: fn for code, fn in checks.checks_of("build").items()
               if registry.is_enabled(code, config, path)}
     if not wanted:
@@ -142,9 +154,11 @@ def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
 
 
 def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequence[Usage]] | None = None,
-               jobs: int | None = None, includes: Sequence[str] = ()) -> LintResult:
+               jobs: int | None = None, includes: Sequence[str] = (), reuse: bool = False) -> LintResult:
     """Discover, read, compile (when `usage` is None) and lint every file under `paths`.
-    `includes`: files the units include (with `usage` from sidecars: their dependency lists)."""
+    `includes`: files the units include (with `usage` from sidecars: their dependency lists).
+    `reuse`: take the CUDA files' findings from the findings cache (occlint.results) when
+    nothing they came from changed; `result.project` is then None."""
     from occlint.discover import discover, is_header
 
     result = LintResult()
@@ -174,10 +188,9 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     from occlint.toolchain.includers import user_files
     deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
     included = _included(deps, cuda)
-    project = Project.read({**included, **{path: texts[path] for path in cuda}},
-                           source_views([*cuda, *included], config,
-                                        report.includes if report is not None else None))
-    result.config, result.project = config, project
+    views = source_views([*cuda, *included], config, report.includes if report is not None else None)
+    result.config = config
+    inputs = []
     for path in cuda:
         file_usage = _lookup(usage, path)
         if not file_usage and report is not None:
@@ -187,9 +200,22 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
-        result.findings.extend(lint_source(texts[path], path, file_usage, file_config, source=project[path],
-                                           compile_errors=errors_by_file.get(path, ()),
-                                           project=project))
+        inputs.append((path, file_usage, file_config, errors_by_file.get(path, ())))
+    cache = reuse and report is not None and report.cache
+    entry = _results_key(inputs, texts, included, views, config) if cache else None
+    found = results.load(cache, entry) if entry else None
+    if found is None:
+        project = Project.read({**included, **{path: texts[path] for path in cuda}}, views)
+        result.project = project
+        found = []
+        for path, file_usage, file_config, errors in inputs:
+            found.extend(lint_source(texts[path], path, file_usage, file_config, source=project[path],
+                                     compile_errors=errors, project=project))
+        if entry:
+            from occlint.source.preproc import READ
+            results.store(cache, entry, found, READ)
+    result.findings.extend(found)
+    for path in cuda:
         result.files.append(path)
         result.sources[path] = texts[path]
     for path in builds:
@@ -202,6 +228,18 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
         from occlint.python import lint_python_paths
         lint_python_paths(python, config, result)
     return result
+
+
+def _results_key(inputs, texts, included, views, config) -> str:
+    """occlint.results' key for linting `inputs` (path, usage, config, compile errors) with the
+    project files `included` and the preprocessor `views`."""
+    parts: list[object] = [config, config.extra]
+    for path, file_usage, file_config, errors in inputs:
+        parts += [path, results.text_hash(texts[path]), file_usage, file_config.arch, errors,
+                  views.get(path)]
+    for path, text in included.items():
+        parts += [path, results.text_hash(text), views.get(path)]
+    return results.key(parts)
 
 
 def _included(deps: Sequence[str], linted: Sequence[str]) -> dict[str, str]:

@@ -106,6 +106,9 @@ def test_unexpected_cache_entries_are_misses(tmp_path, nvcc_path, damage):
     assert entries and first.returncode == 1
     for entry in entries:
         data = json.loads(entry.read_text())
+        if "findings" in data:          # the findings cache's entry: damaged in the next test
+            entry.unlink()
+            continue
         usage = data["usages"][0]
         if damage == "extra":
             usage["from_a_newer_occlint"] = 1

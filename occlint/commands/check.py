@@ -96,7 +96,8 @@ def once(args) -> int:
         return show(args, config)
     known = baseline.load(args.baseline) if args.baseline else None
     buffer = sys.stdin.buffer.read() if stdin else None
-    result, findings = _lint(args, config, known, buffer=buffer)
+    reuse = all(name != "html" for name, _file in outputs)    # the report needs the parses
+    result, findings = _lint(args, config, known, buffer=buffer, reuse=reuse)
     if args.add_noqa:
         return _add_noqa(findings, result, args)
     err = sys.stderr
@@ -193,9 +194,10 @@ def once(args) -> int:
 MAX_FIX_PASSES = 10      # fix, re-lint, fix what became fixable: as ruff, a bounded number of times
 
 
-def _lint(args, config, known, quiet: bool = False, buffer: bytes | None = None):
+def _lint(args, config, known, quiet: bool = False, buffer: bytes | None = None,
+          reuse: bool = False):
     """Lint the paths (or the stdin buffer); (result, findings after --fixable/--unfixable,
-    --diff-base and --baseline)."""
+    --diff-base and --baseline). `reuse`: findings may come from the findings cache."""
     import sys
 
     from occlint import baseline, diffbase
@@ -209,7 +211,7 @@ def _lint(args, config, known, quiet: bool = False, buffer: bytes | None = None)
 
         result = lint_stdin(buffer, args.stdin_filename, config)
     else:
-        result = lint_paths(args.paths, config, jobs=config.jobs)
+        result = lint_paths(args.paths, config, jobs=config.jobs, reuse=reuse)
     for notice in ([] if quiet else result.notices):
         print(notice if notice.startswith("occlint:") else f"occlint: notice: {notice}", file=sys.stderr)
     for error in result.errors:

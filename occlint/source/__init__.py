@@ -15,7 +15,18 @@ shared, indices (thread-derived subscripts), launches, macros (launches in macro
 names is occlint.link's question.
 """
 
-from occlint.source.build import for_arch, parse
-from occlint.source.specialize import Specialized, launch_template_args, specialize
-
 __all__ = ["Specialized", "for_arch", "launch_template_args", "parse", "specialize"]
+_HOME = {"for_arch": "build", "parse": "build", "Specialized": "specialize",
+         "launch_template_args": "specialize", "specialize": "specialize"}
+
+
+def __getattr__(name: str):
+    """Load the parser on first use (PEP 562): `occlint.source.text` alone, as build files and
+    a warm run from the findings cache need, does not import tree-sitter and the queries."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value

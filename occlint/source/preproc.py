@@ -710,11 +710,13 @@ def _realpath(path: str) -> str:
 
 
 _HEADERS: dict[str, tuple[float, bytes | None]] = {}
+READ: set[str] = set()      # every path read_header was asked for in this process (occlint.results)
 
 
 def read_header(path: str) -> bytes | None:
     """A project header's bytes (memoized by modification time); None when it is not a
     readable regular file of reasonable size."""
+    READ.add(path)
     try:
         st = os.stat(path)
     except OSError:

@@ -142,12 +142,14 @@ class Cache:
             os.utime(path)  # least recently used goes first
         return data
 
-    def put(self, key: str, deps: list[str], result: dict) -> None:
-        """Store `result` with the hashes of `deps` (absolute paths the compile read)."""
+    def put(self, key: str, deps: list[str], result: dict, *, absent_ok: bool = False) -> None:
+        """Store `result` with the hashes of `deps` (absolute paths the compile read).
+        `absent_ok`: a dependency that does not exist is recorded as absent (a hit needs it
+        still absent), instead of leaving the result unstored."""
         recorded = []
         for dep in deps:
             digest = self.hashes(dep)
-            if digest is None:
+            if digest is None and not absent_ok:
                 return  # a dependency vanished: do not store what cannot be verified
             recorded.append([dep, digest])
         data = {"format": FORMAT, "deps": recorded, **result}

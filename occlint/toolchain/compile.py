@@ -49,6 +49,7 @@ class UsageReport:
     unit_archs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # unit -> its archs
     commands: dict[str, UnitCommand] = field(default_factory=dict)        # unit -> how compiled
     borrowed: dict[str, str] = field(default_factory=dict)  # includer compiled for a lone header
+    cache: Cache | None = None      # the compile cache the run used (its file hashes are shared)
 
     def archs_of(self, path: str) -> tuple[str, ...]:
         """The archs `path` was compiled for: its own, or for a header its includers'."""
@@ -298,7 +299,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     report = UsageReport()
     if not units and not lone_headers:
         return report
-    cache = None if config.no_cache else Cache(cache_dir(config))
+    cache = report.cache = None if config.no_cache else Cache(cache_dir(config))
     extra = includers.for_headers(lone_headers, units, config, cache) if lone_headers else []
     report.borrowed = {u: h for u, h in extra}
     units = units + [u for u, _h in extra if u not in units]

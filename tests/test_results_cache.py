@@ -1,0 +1,109 @@
+"""The findings cache (occlint.results): a warm `check` whose inputs are unchanged reuses the
+findings without parsing; anything they came from that changes (the file, a header the
+preprocessor read, a header that did not exist, the config) makes it lint again. A header-only
+project, so no compile is involved: the compile cache's own tests cover the usage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_main
+
+KERNEL = ('#include "cfg.h"\n'
+          "__global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+          "void run(float* x) { scale<<<4096, BLOCK>>>(x); }\n")
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """How many times a run parsed its files (Project.read)."""
+    from occlint.project import Project
+
+    calls = []
+    real = Project.read.__func__
+
+    def read(cls, texts, views=None):
+        calls.append(sorted(texts))
+        return real(cls, texts, views)
+
+    monkeypatch.setattr(Project, "read", classmethod(read))
+    return calls
+
+
+def check(tmp_path, *extra):
+    proc = run_main("check", "--output-format", "json", *extra, "k.cuh", cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    return [(f["code"], f["location"]["row"], f["message"]) for f in json.loads(proc.stdout)]
+
+
+def test_an_unchanged_run_reuses_its_findings_without_parsing(tmp_path, parses):
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    first = check(tmp_path)
+    assert [code for code, *_ in first] == ["OCC031"] and len(parses) == 1
+    full = run_main("check", "--output-format", "json", "k.cuh", cwd=tmp_path).stdout
+    assert len(parses) == 1                  # the second and third runs parsed nothing
+    assert json.loads(full) == json.loads(
+        run_main("check", "--no-cache", "--output-format", "json", "k.cuh", cwd=tmp_path).stdout)
+    assert len(parses) == 2                  # --no-cache lints (and stores nothing)
+
+
+def test_a_changed_header_is_seen(tmp_path, parses):
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    assert [c for c, *_ in check(tmp_path)] == ["OCC031"]
+    (tmp_path / "cfg.h").write_text("#define BLOCK 128\n")
+    assert check(tmp_path) == []
+    assert len(parses) == 2
+
+
+def test_a_header_that_appears_is_seen(tmp_path, parses):
+    # the include was looked for and not found: its absence is part of the entry
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    assert check(tmp_path) == []
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    assert [c for c, *_ in check(tmp_path)] == ["OCC031"]
+    assert len(parses) == 2
+
+
+def test_the_config_and_the_file_are_part_of_the_key(tmp_path, parses):
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    assert [c for c, *_ in check(tmp_path)] == ["OCC031"]
+    assert check(tmp_path, "--ignore", "OCC031") == []
+    (tmp_path / "k.cuh").write_text(KERNEL.replace("2.0f", "3.0f"))
+    assert [c for c, *_ in check(tmp_path)] == ["OCC031"]
+    assert len(parses) == 3
+
+
+@pytest.mark.parametrize("damage", ["span", "fix", "not-a-list", "junk"])
+def test_a_damaged_entry_is_a_miss(tmp_path, parses, damage):
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    first = check(tmp_path)
+    [entry] = [p for p in (tmp_path / ".occlint_cache").rglob("*.json")
+               if "findings" in json.loads(p.read_text())]
+    data = json.loads(entry.read_text())
+    if damage == "span":
+        data["findings"][0]["span"] = "many"           # four characters: never four numbers
+    elif damage == "fix":
+        data["findings"][0]["fix"] = {"message": 1, "edits": [], "applicability": "safe"}
+    elif damage == "not-a-list":
+        data["findings"] = {"OCC031": 1}
+    if damage == "junk":
+        entry.write_bytes(b"\x00\xff not json")
+    else:
+        entry.write_text(json.dumps(data))
+    assert check(tmp_path) == first
+    assert len(parses) == 2
+    assert check(tmp_path) == first and len(parses) == 2      # rewritten
+
+
+def test_the_html_report_always_parses(tmp_path, parses):
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    check(tmp_path)
+    proc = run_main("check", "--output-format", "html:r.html", "k.cuh", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert len(parses) == 2 and "scale" in (tmp_path / "r.html").read_text()
