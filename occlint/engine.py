@@ -40,6 +40,9 @@ class LintResult:
     config: Config | None = None
     project: object = None                                       # occlint.project.Project
     usage: dict[str, list[Usage]] = field(default_factory=dict)  # CUDA path -> usage linted with
+    compiled: int = 0            # compiles run (compile cache misses)
+    cached: int = 0              # compile results taken from the cache
+    reused: bool = False         # the CUDA files' findings came from the findings cache
 
 
 # --- findings --------------------------------------------------------------------------------------
@@ -204,6 +207,9 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     cache = reuse and report is not None and report.cache
     entry = _results_key(inputs, texts, included, views, config) if cache else None
     found = results.load(cache, entry) if entry else None
+    result.reused = found is not None
+    if report is not None:
+        result.compiled, result.cached = report.compiled, report.cached
     if found is None:
         project = Project.read({**included, **{path: texts[path] for path in cuda}}, views)
         result.project = project

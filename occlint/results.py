@@ -62,7 +62,9 @@ def text_hash(text: str) -> str:
 
 def load(cache, entry_key: str) -> list[Finding] | None:
     """The stored findings when every recorded file is unchanged; else None."""
-    data = cache.get(entry_key)
+    from occlint.toolchain.cache import FINDINGS
+
+    data = cache.get(entry_key, FINDINGS)
     if data is None:
         return None
     try:
@@ -73,8 +75,10 @@ def load(cache, entry_key: str) -> list[Finding] | None:
 
 def store(cache, entry_key: str, findings: Sequence[Finding], read: Iterable[str]) -> None:
     """Keep `findings` with the hashes of the files in `read` (absent ones as absent)."""
+    from occlint.toolchain.cache import FINDINGS
+
     cache.put(entry_key, sorted(set(read)), {"findings": [_to_json(f) for f in findings]},
-              absent_ok=True)
+              absent_ok=True, suffix=FINDINGS)
 
 
 def _to_json(f: Finding) -> dict:

@@ -38,3 +38,14 @@ def format_size(n: int) -> str:
         kib = n / 1024
         return f"{kib:g} KiB"
     return f"{n} B"
+
+
+def format_amount(n: int) -> str:
+    """A file or cache size in `format_size`'s units, rounded once it is large:
+    `1000` -> "1000 B", `16384` -> "16 KiB", `300000` -> "293.0 KiB", `5 << 20` -> "5.0 MiB"."""
+    if n < 1024 or (n < 1 << 20 and n % 128 == 0):
+        return format_size(n)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

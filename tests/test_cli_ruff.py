@@ -274,8 +274,8 @@ def test_comma_archs_in_calc_and_kernels_takes_jobs(tmp_path):
 
 
 def test_byte_units_are_the_same_everywhere():
-    from occlint.commands.doctor import _size
-    from occlint.units import format_size
+    from occlint.units import format_amount, format_size
 
     assert (format_size(512), format_size(16384), format_size(1536)) == ("512 B", "16 KiB", "1.5 KiB")
-    assert (_size(512), _size(16384), _size(5 * 2**20 + 2**19)) == ("512 B", "16 KiB", "5.5 MiB")
+    assert (format_amount(512), format_amount(16384), format_amount(5 * 2**20 + 2**19)) == \
+        ("512 B", "16 KiB", "5.5 MiB")

@@ -104,11 +104,10 @@ def test_unexpected_cache_entries_are_misses(tmp_path, nvcc_path, damage):
     first = run_cli("check", "--output-format", "json", ".", cwd=tmp_path)
     entries = list((tmp_path / ".occlint_cache").rglob("*.json"))
     assert entries and first.returncode == 1
+    for entry in (tmp_path / ".occlint_cache").rglob("*.findings"):   # would answer first
+        entry.unlink()
     for entry in entries:
         data = json.loads(entry.read_text())
-        if "findings" in data:          # the findings cache's entry: damaged in the next test
-            entry.unlink()
-            continue
         usage = data["usages"][0]
         if damage == "extra":
             usage["from_a_newer_occlint"] = 1
@@ -128,6 +127,34 @@ def test_unexpected_cache_entries_are_misses(tmp_path, nvcc_path, damage):
     assert json.loads(second.stdout) == json.loads(first.stdout)
     third = run_cli("check", "--output-format", "json", ".", cwd=tmp_path)   # rewritten
     assert json.loads(third.stdout) == json.loads(first.stdout)
+
+
+@pytest.mark.parametrize("damage", ["shortened", "not-a-pair", "junk", "gone"])
+def test_a_damaged_dependency_list_is_a_miss(tmp_path, nvcc_path, damage):
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    first = run_cli("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path)
+    run_cli("check", "--output-format", "json", ".", cwd=tmp_path)
+    cache = tmp_path / ".occlint_cache"
+    lists = [p for p in cache.rglob("*.deps") if json.loads(p.read_text())["list"]]
+    assert lists           # the compile's (~hundreds of toolkit headers)
+    for entry in cache.rglob("*.findings"):      # the findings entry would answer first
+        entry.unlink()
+    for entry in lists:
+        data = json.loads(entry.read_text())
+        if damage == "shortened":       # a header left out: no longer its name
+            del data["list"][0]
+        elif damage == "not-a-pair":
+            data["list"][0] = "k.cu"
+        if damage == "junk":
+            entry.write_bytes(b"\x00\xff not json")
+        elif damage == "gone":
+            entry.unlink()
+        else:
+            entry.write_text(json.dumps(data))
+    second = run_cli("check", "--output-format", "json", "-v", ".", cwd=tmp_path)
+    assert second.returncode == 1 and "internal error" not in second.stderr, second.stderr
+    assert json.loads(second.stdout) == json.loads(first.stdout)
+    assert "(1 compiled, 0 from the compile cache)" in second.stderr, second.stderr
 
 
 # --- 12: one line-splitting rule -------------------------------------------------------------

@@ -76,7 +76,7 @@ def test_clean_removes_only_its_entries(tmp_path):
     os.symlink(victim, root / "cd")
     proc = run_cli("clean", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "removed 1 entries" in proc.stdout
+    assert "removed 1 entry (" in proc.stdout
     assert (root / "notes.txt").read_text() == "keep me\n"
     assert (root / "ab" / "mine.json").exists()
     assert not (root / "ab" / f"{KEY}.json").exists()

@@ -119,9 +119,9 @@ def test_hostile_names_are_cached_under_their_real_dependencies(tmp_path, nvcc_p
     first = run_cli("check", "--output-format", "json", ".", cwd=root)
     second = run_cli("check", "--output-format", "json", ".", cwd=root)
     assert first.stdout == second.stdout
-    entries = list((root / ".occlint_cache").rglob("*.json"))
-    assert entries
-    deps = [d for e in entries for d, _h in json.loads(e.read_text())["deps"]]
+    lists = list((root / ".occlint_cache").rglob("*.deps"))    # the entries' dependency lists
+    assert lists
+    deps = [d for e in lists for d, _h in json.loads(e.read_text())["list"]]
     assert any(d.endswith("helper.cuh") for d in deps)
     assert not any("occlint-" in d for d in deps)   # never a temp file as a dependency
     _no_marker(tmp_path)

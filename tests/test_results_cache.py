@@ -82,8 +82,7 @@ def test_a_damaged_entry_is_a_miss(tmp_path, parses, damage):
     (tmp_path / "k.cuh").write_text(KERNEL)
     (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
     first = check(tmp_path)
-    [entry] = [p for p in (tmp_path / ".occlint_cache").rglob("*.json")
-               if "findings" in json.loads(p.read_text())]
+    [entry] = (tmp_path / ".occlint_cache").rglob("*.findings")
     data = json.loads(entry.read_text())
     if damage == "span":
         data["findings"][0]["span"] = "many"           # four characters: never four numbers

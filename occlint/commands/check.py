@@ -141,7 +141,9 @@ def once(args) -> int:
 
     if args.verbose:
         print(f"occlint: {say.plural(len(result.files), 'file')} linted in "
-              f"{time.perf_counter() - started:.2f} s", file=err)
+              f"{time.perf_counter() - started:.2f} s ({result.compiled} compiled, "
+              f"{result.cached} from the compile cache"
+              f"{'; findings from the findings cache' if result.reused else ''})", file=err)
     color = say.use_color(args.color, sys.stdout)
     shown = [] if args.fix_only else findings
     stdout_format = None

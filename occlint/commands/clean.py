@@ -28,5 +28,8 @@ def run(args) -> int:
         raise OcclintError(f"refusing to clean {path}: it is not an occlint cache "
                            "(no CACHEDIR.TAG written by occlint)")
     count, size = remove(path)   # only occlint's entries: anything else in the folder stays
-    print(f"removed {count} entries ({size} bytes) from {path}")
+    from occlint.commands.summary import plural
+    from occlint.units import format_amount
+
+    print(f"removed {plural(count, 'entry', 'entries')} ({format_amount(size)}) from {path}")
     return 0

@@ -14,18 +14,6 @@ def add_arguments(parser):
     add_config_arguments(parser)
 
 
-def _size(n: int) -> str:
-    """Bytes in the units `calc` and `kernels` use (B, KiB, MiB); exact where it can be."""
-    from occlint.units import format_size
-
-    if n < 1024 or (n < 1 << 20 and n % 128 == 0):
-        return format_size(n)
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def checkable(archs) -> list[str]:
     """The archs both nvcc compiles and occlint's GPU table knows: what `check --arch` accepts."""
     from occlint import gpus
@@ -81,8 +69,11 @@ def run(args) -> int:
     if config.no_cache:
         rows.append(("cache", "disabled (no-cache)"))
     elif looks_like_cache(cache):
+        from occlint.commands.summary import plural
+        from occlint.units import format_amount
+
         count, size = stats(cache)
-        rows.append(("cache", f"{cache} ({count} entr{'y' if count == 1 else 'ies'}, {_size(size)})"))
+        rows.append(("cache", f"{cache} ({plural(count, 'entry', 'entries')}, {format_amount(size)})"))
     else:
         rows.append(("cache", f"{cache} (empty)"))
     rows.append(("compile_commands.json",

@@ -1,9 +1,10 @@
 """Content-addressed compile cache (ccache's "direct mode").
 
 An entry's key hashes the toolchain (nvcc and host compiler versions), the normalized flags,
-the arch, the working directory, the file's path and its bytes. The entry stores the headers the
-compile read (gcc -MD in nvcc's device preprocessing pass: no extra process) with their hashes;
-a hit needs every one of them unchanged. A failed compile is stored when its dependency list is
+the arch, the working directory, the file's path and its bytes. The entry names the list of the
+headers the compile read (gcc -MD in nvcc's device preprocessing pass: no extra process) with
+their hashes, a file of its own named by its hash, which a unit's archs share (read and checked
+once per run); a hit needs every one of them unchanged. A failed compile is stored when its dependency list is
 complete (preprocessing succeeded), or when it failed on a missing header, with what could make
 it pass (occlint.toolchain.failure): a missing header must not stick once it exists.
 
@@ -25,7 +26,8 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.files import read_regular
 
-FORMAT = 3          # 2: usages carry the cubin's launch attributes; 3: remembered failures
+FORMAT = 4          # 2: usages carry the cubin's launch attributes; 3: remembered failures;
+                    # 4: dependency lists stored once, named by their hash
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
 MAX_BYTES = 256 * 1024 * 1024
 
@@ -38,7 +40,9 @@ def cache_dir(config: Config) -> Path:
 
 
 GITIGNORE = "# created by occlint\n*\n"
-_ENTRY = re.compile(r"[0-9a-f]{64}\.json\Z")
+_ENTRY = re.compile(r"[0-9a-f]{64}\.json\Z")        # a compile's result
+_OTHER = re.compile(r"[0-9a-f]{64}\.(deps|findings)\Z")   # a dependency list; a run's findings
+LIST, FINDINGS = ".deps", ".findings"
 _SUBDIR = re.compile(r"[0-9a-f]{2}\Z")
 
 
@@ -95,7 +99,8 @@ class Cache:
         self.root = Path(root)
         self.max_bytes = max_bytes
         self.hashes = FileHashes()
-        self._verified: set[tuple] = set()      # dependency lists found unchanged in this run
+        self._verified: dict[str, bool] = {}    # dependency list -> unchanged, in this run
+        self._lists: dict[str, list | None] = {}  # dependency list -> its (path, hash) pairs
         self.hits = self.misses = self.writes = 0
         self.refused = False     # the folder is not occlint's: nothing is written
 
@@ -109,29 +114,49 @@ class Cache:
             h.update(b"\x1f")
         return h.hexdigest()
 
-    def _unchanged(self, deps) -> bool:
-        """Does every (path, sha256) still hold? A unit's archs record the same list, so a list
-        already verified in this run is not walked again (9 archs x ~350 headers per unit)."""
-        token = tuple(tuple(d) for d in deps)
-        if token in self._verified:
-            return True
-        if all(self.hashes(p) == h for p, h in deps):
-            self._verified.add(token)
-            return True
-        return False
+    def _unchanged(self, deps_id: str) -> bool:
+        """Does every (path, sha256) of the stored list `deps_id` still hold? A unit's archs
+        share one list, so a list is read and walked once per run (9 archs x ~350 headers)."""
+        if deps_id not in self._verified:
+            deps = self._deps(deps_id)
+            self._verified[deps_id] = deps is not None and all(self.hashes(p) == h for p, h in deps)
+        return self._verified[deps_id]
 
-    def _entry(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    def _deps(self, deps_id: str) -> list | None:
+        """The stored dependency list `deps_id` ([[path, sha256 | None], ...]), or None."""
+        if deps_id not in self._lists:
+            found = None
+            try:
+                data = json.loads(read_regular(self._entry(deps_id, LIST)).decode("utf-8"))
+                listed = data["list"]
+                if data.get("format") == FORMAT and isinstance(listed, list) and all(
+                        isinstance(d, list) and len(d) == 2 and isinstance(d[0], str)
+                        and isinstance(d[1], (str, type(None))) for d in listed) \
+                        and _digest(listed) == deps_id:
+                    found = listed
+                    with contextlib.suppress(OSError):
+                        os.utime(self._entry(deps_id, LIST))      # used: evicted last
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            self._lists[deps_id] = found
+        return self._lists[deps_id]
 
-    def get(self, key: str) -> dict | None:
-        """The stored result when every recorded dependency is unchanged; else None."""
-        path = self._entry(key)
+    def _entry(self, key: str, suffix: str = ".json") -> Path:
+        return self.root / key[:2] / f"{key}{suffix}"
+
+    def get(self, key: str, suffix: str = ".json") -> dict | None:
+        """The stored result, with its dependency list as "deps", when every recorded
+        dependency is unchanged; else None. `suffix`: the kind of entry (FINDINGS: a run's)."""
+        path = self._entry(key, suffix)
         try:
             data = json.loads(read_regular(path).decode("utf-8"))
-            ok = data.get("format") == FORMAT and self._unchanged(data["deps"])
+            ok = data.get("format") == FORMAT and isinstance(data["deps_id"], str) \
+                and self._unchanged(data["deps_id"])
             if ok and "failure" in data:            # a missing header: still missing?
                 from occlint.toolchain.failure import holds
                 ok = holds(data["failure"])
+            if ok:
+                data["deps"] = self._lists[data["deps_id"]]
         except (OSError, ValueError, KeyError, TypeError):
             ok, data = False, None
         if not ok:
@@ -142,8 +167,10 @@ class Cache:
             os.utime(path)  # least recently used goes first
         return data
 
-    def put(self, key: str, deps: list[str], result: dict, *, absent_ok: bool = False) -> None:
-        """Store `result` with the hashes of `deps` (absolute paths the compile read).
+    def put(self, key: str, deps: list[str], result: dict, *, absent_ok: bool = False,
+            suffix: str = ".json") -> None:
+        """Store `result` with the hashes of `deps` (absolute paths the compile read), the list
+        in a file of its own named by its hash (shared by the entries that read the same files).
         `absent_ok`: a dependency that does not exist is recorded as absent (a hit needs it
         still absent), instead of leaving the result unstored."""
         recorded = []
@@ -152,16 +179,25 @@ class Cache:
             if digest is None and not absent_ok:
                 return  # a dependency vanished: do not store what cannot be verified
             recorded.append([dep, digest])
-        data = {"format": FORMAT, "deps": recorded, **result}
-        path = self._entry(key)
+        deps_id = _digest(recorded)
         if self.refused or not claim(self.root):
             self.refused = True
             return
+        if self._deps(deps_id) is None:
+            if not self._write(self._entry(deps_id, LIST), {"format": FORMAT, "list": recorded}):
+                return
+            self._lists[deps_id] = recorded
+        self._verified[deps_id] = True
+        if self._write(self._entry(key, suffix), {"format": FORMAT, "deps_id": deps_id, **result}):
+            self.writes += 1
+
+    def _write(self, path: Path, data: dict) -> bool:
+        """Write one file atomically; False when it cannot be written."""
         try:
             with contextlib.suppress(FileExistsError):
                 path.parent.mkdir()
             if path.parent.is_symlink() or path.is_symlink():
-                return       # a planted link: never write through it
+                return False     # a planted link: never write through it
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -170,9 +206,9 @@ class Cache:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
-            self.writes += 1
+            return True
         except OSError:
-            pass  # a read-only or full disk never fails a lint
+            return False  # a read-only or full disk never fails a lint
 
     def evict(self) -> int:
         """Remove the least recently used entries beyond max_bytes; returns how many."""
@@ -194,8 +230,17 @@ class Cache:
         return removed
 
 
+def _digest(recorded: list) -> str:
+    """A dependency list's name: the hash of its (path, sha256) pairs."""
+    h = hashlib.sha256()
+    for path, digest in recorded:
+        h.update(f"{path}\0{digest}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
 def iter_entries(root: Path, *, temporary: bool = False):
-    """(path, stat) for every stored entry: `xx/<sha256>.json` regular files (and with
+    """(path, stat) for every stored file: `xx/<sha256>.json` (a compile's result),
+    `.deps` (a dependency list) and `.findings` (a run's findings) regular files (and with
     `temporary`, the `.tmp-*` files an interrupted write left) and nothing else."""
     try:
         subdirs = list(os.scandir(root))
@@ -206,7 +251,7 @@ def iter_entries(root: Path, *, temporary: bool = False):
             continue
         try:
             for f in os.scandir(sub.path):
-                ours = _ENTRY.match(f.name) or (temporary and f.name.startswith(".tmp-")
+                ours = _ENTRY.match(f.name) or _OTHER.match(f.name) or (temporary and f.name.startswith(".tmp-")
                                                 and f.name.endswith(".json"))
                 if ours and f.is_file(follow_symlinks=False):
                     with contextlib.suppress(OSError):
@@ -217,14 +262,14 @@ def iter_entries(root: Path, *, temporary: bool = False):
 
 def remove(root: Path) -> tuple[int, int]:
     """Delete what occlint wrote in the cache `root` (entries, then the folders and the tag
-    files once nothing else is left); anything else stays. Returns (entries, bytes) removed."""
+    files once nothing else is left); anything else stays. Returns (compile results, bytes)
+    removed."""
     count = size = 0
     for path, st in list(iter_entries(root, temporary=True)):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-            if _ENTRY.match(os.path.basename(path)):
-                count += 1
-                size += st.st_size
+            count += bool(_ENTRY.match(os.path.basename(path)))
+            size += st.st_size
     for sub in list(os.scandir(root)):
         if _SUBDIR.match(sub.name) and sub.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
@@ -246,10 +291,10 @@ def remove(root: Path) -> tuple[int, int]:
 
 
 def stats(root: Path) -> tuple[int, int]:
-    """(entry count, total bytes)."""
+    """(compile results stored, total bytes with the dependency lists and findings)."""
     count = size = 0
-    for _path, st in iter_entries(root):
-        count += 1
+    for path, st in iter_entries(root):
+        count += bool(_ENTRY.match(os.path.basename(path)))
         size += st.st_size
     return count, size
 
