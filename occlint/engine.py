@@ -162,6 +162,13 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
     `includes`: files the units include (with `usage` from sidecars: their dependency lists).
     `reuse`: take the CUDA files' findings from the findings cache (occlint.results) when
     nothing they came from changed; `result.project` is then None."""
+    from occlint.source.preproc import one_run
+
+    with one_run():         # a header is read once for the run, however many files include it
+        return _lint_paths(paths, config, usage, jobs, includes, reuse)
+
+
+def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     from occlint.discover import discover, is_header
 
     result = LintResult()

@@ -367,3 +367,21 @@ def test_directive_lines_are_the_logical_lines_starting_with_hash():
     for _ in range(20000):
         data = b"".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
         assert directives(_directive_lines(data)) == directives(every_line(data)), data
+
+
+def test_one_run_reads_a_header_once_and_outside_it_a_change_is_seen(tmp_path):
+    # a command's run reads each header once; the language server (no run) sees every save
+    from occlint.source import preproc
+
+    h = tmp_path / "h.h"
+    h.write_bytes(b"#define A 1\n")
+    assert preproc.read_header(str(h)) == b"#define A 1\n"
+    with preproc.one_run():
+        assert preproc.read_header(str(h)) == b"#define A 1\n"
+        h.write_bytes(b"#define A 22\n")
+        assert preproc.read_header(str(h)) == b"#define A 1\n"
+        assert preproc.read_header(str(tmp_path / "new.h")) is None
+        (tmp_path / "new.h").write_bytes(b"#define B 1\n")
+        assert preproc.read_header(str(tmp_path / "new.h")) is None
+    assert preproc.read_header(str(h)) == b"#define A 22\n"
+    assert preproc.read_header(str(tmp_path / "new.h")) == b"#define B 1\n"

@@ -273,6 +273,13 @@ def _compile(files: list[str], args, config):
 
 
 def run(args) -> int:
+    from occlint.source.preproc import one_run
+
+    with one_run():         # the files are read once each for the whole listing
+        return _run(args)
+
+
+def _run(args) -> int:
     from occlint.source import parse
 
     config = load(args)

@@ -19,6 +19,7 @@ headers) is undefined, as in C; otherwise it is unknown too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -130,6 +131,25 @@ def _directive_lines(data: bytes):
         if pos and (data.endswith(b"\\", 0, pos - 1) or data.endswith(b"\\\r", 0, pos - 1)):
             continue
         yield _logical_line(data, pos, n)
+
+
+_DIRECTIVES: dict[bytes, list] = {}
+
+
+def _directives(data: bytes) -> list[tuple[int, int, bytes, bytes]]:
+    """(start, end, word, rest without comments) of each directive of `data`, found once per
+    text in this process (a header is walked for every view, arch and includer)."""
+    found = _DIRECTIVES.get(data)
+    if found is None:
+        found = []
+        for start, end, line in _directive_lines(data):
+            m = _DIRECTIVE.match(line) if b"#" in line[:64] else None
+            if m is not None:
+                found.append((start, end, m.group(1), _strip_comments(m.group(2))))
+        if len(_DIRECTIVES) > 4096:
+            _DIRECTIVES.clear()
+        _DIRECTIVES[data] = found
+    return found
 
 
 # The steps of a walk (`_State.do`).
@@ -363,11 +383,7 @@ class _State:
     def walk(self, data: bytes, path: str, depth: int, record: bool) -> None:
         stack: list[list] = []      # [parent_live, branch_live, any_taken, start_of_dead]
         live: object = True         # True | False | None (unknown)
-        for start, end, line in _directive_lines(data):
-            m = _DIRECTIVE.match(line) if b"#" in line[:64] else None
-            if m is None:
-                continue
-            word, rest = m.group(1), _strip_comments(m.group(2))
+        for start, end, word, rest in _directives(data):
             if word in (b"if", b"ifdef", b"ifndef"):
                 if live is False:
                     cond = False
@@ -709,22 +725,48 @@ def _realpath(path: str) -> str:
     return real
 
 
-_HEADERS: dict[str, tuple[float, bytes | None]] = {}
+_HEADERS: dict[str, tuple[tuple, bytes | None]] = {}    # path -> (mtime, size, inode), bytes
 READ: set[str] = set()      # every path read_header was asked for in this process (occlint.results)
+
+
+_RUN: dict[str, bytes | None] | None = None     # within `one_run`: path -> what it read
+
+
+@contextlib.contextmanager
+def one_run():
+    """Within this, a file is read (and stat'ed) once: one command's files do not change under
+    it. Outside, every read_header call checks the modification time (the language server)."""
+    global _RUN
+    outer, _RUN = _RUN, ({} if _RUN is None else _RUN)
+    try:
+        yield
+    finally:
+        _RUN = outer
 
 
 def read_header(path: str) -> bytes | None:
     """A project header's bytes (memoized by modification time); None when it is not a
     readable regular file of reasonable size."""
     READ.add(path)
+    run = _RUN
+    if run is not None:
+        data = run.get(path, _MISSING)
+        if data is _MISSING:
+            data = run[path] = _read_header(path)
+        return data
+    return _read_header(path)
+
+
+def _read_header(path: str) -> bytes | None:
     try:
         st = os.stat(path)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HEADER_BYTES:
         return None
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     hit = _HEADERS.get(path)
-    if hit is not None and hit[0] == st.st_mtime:
+    if hit is not None and hit[0] == stamp:
         return hit[1]
     try:
         with open(path, "rb") as fh:
@@ -733,7 +775,7 @@ def read_header(path: str) -> bytes | None:
         data = None
     if len(_HEADERS) > 4096:
         _HEADERS.clear()
-    _HEADERS[path] = (st.st_mtime, data)
+    _HEADERS[path] = (stamp, data)
     return data
 
 
