@@ -53,7 +53,7 @@ def test_calc_sweep_tables():
     ("--arch", "sm_90", "--regs", "32", "--carveout", "150"),
     ("--arch", "sm_90", "--regs", "32", "--cache-config", "huge"),
     ("--arch", "sm_80", "--gpu", "h100", "--regs", "32"),
-    ("--regs", "32",),
+    ("--gpu", "h101", "--regs", "32"),
 ])
 def test_calc_bad_input_is_one_line_exit_2(args):
     r = run_main("calc", *args)
@@ -91,3 +91,14 @@ def test_zero_block_reasons_empty_when_a_block_fits_and_calc_prints_them():
     r = run_main("calc", "--arch", "sm_90", "--regs", "32", "--dynamic-smem", "100K",
                 "--max-dynamic-smem", "48K")
     assert "max potential block size: none" in r.stdout and "0 threads" not in r.stdout
+
+
+def test_without_arch_or_gpu_calc_uses_the_configured_gpu(tmp_path):
+    # the help says "default: the GPU's": the project's `gpu`, as check uses, else h100
+    plain = run_main("calc", "--regs", "32", "--json", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["arch"] == "sm_90"
+    (tmp_path / "occlint.toml").write_text('gpu = "a100"\n')
+    configured = run_main("calc", "--regs", "32", "--json", cwd=tmp_path)
+    assert configured.returncode == 0, configured.stderr
+    assert json.loads(configured.stdout)["arch"] == "sm_80"

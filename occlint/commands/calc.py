@@ -8,7 +8,8 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", help="sm_90, 9.0, compute_90, ...; a comma list gives one answer "
                                        "per arch (default: the GPU's)")
-    parser.add_argument("--gpu", help="a named GPU (h100, a100, rtx4090, ...): arch and SM count")
+    parser.add_argument("--gpu", help="a named GPU (h100, a100, rtx4090, ...): arch and SM count "
+                                      "(default: the project config's `gpu`, else h100)")
     parser.add_argument("--regs", required=True, help="registers per thread (ptxas \"Used N registers\")")
     parser.add_argument("--block", help="threads per block (default 256)")
     parser.add_argument("--smem", default="0", help="static shared memory per block: 16384, 16K, 16KiB")
@@ -44,8 +45,10 @@ def _inputs(args) -> dict:
     from occlint.errors import OcclintError
     from occlint.units import parse_size
 
-    if args.arch is None and args.gpu is None:
-        raise OcclintError("give --arch (e.g. sm_90) or --gpu (e.g. h100)")
+    if args.arch is None and args.gpu is None:       # as `check` does: the config's GPU
+        from occlint.config import load_config
+
+        args.gpu = load_config(start=".").gpu
     gpu = gpus.gpu(args.gpu) if args.gpu else gpus.default_gpu(args.arch)
     arch = gpus.arch(args.arch) if args.arch else gpu.limits
     if args.arch and args.gpu and gpu.arch != arch.name:
