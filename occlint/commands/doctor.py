@@ -65,11 +65,12 @@ def run(args) -> int:
     libs = wheel_include_dirs()
     rows.append(("library headers", "\n".join(libs) if libs else
                  "none from Python wheels (e.g. `pip install nvidia-cublas` adds cuBLAS's)"))
+    from occlint.commands.summary import plural
+
     cache = cache_dir(config)
     if config.no_cache:
         rows.append(("cache", "disabled (no-cache)"))
     elif looks_like_cache(cache):
-        from occlint.commands.summary import plural
         from occlint.units import format_amount
 
         count, size = stats(cache)
@@ -77,7 +78,7 @@ def run(args) -> int:
     else:
         rows.append(("cache", f"{cache} (empty)"))
     rows.append(("compile_commands.json",
-                 f"{cc_path} ({len(entries)} entries)" if cc_path else
+                 f"{cc_path} ({plural(len(entries), 'entry', 'entries')})" if cc_path else
                  "not found (looked beside each folder up from "
                  f"{paths[0] if paths else config.root} and in its build*/ folders)"))
     for path in paths:

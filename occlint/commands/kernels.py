@@ -12,6 +12,7 @@ import os
 import sys
 
 from occlint.commands.options import add_config_arguments, load
+from occlint.commands.summary import plural
 from occlint.discover import CUDA_SUFFIXES
 from occlint.units import format_size
 
@@ -97,10 +98,6 @@ def _n(v) -> str:
     return "?" if v is None else str(v)
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
-
-
 def launch_text(r: dict) -> str:
     """The launch as written: `k<128><<<grid, block, smem>>>` or `cudaLaunchKernel(k, ...)`."""
     name = r["name"] + (f"<{', '.join(r['template_args'])}>" if r["template_args"] else "")
@@ -154,7 +151,7 @@ def format_record(r: dict) -> str:
                            key=lambda i: (i["arch"], i["template_args"])):
             name = r["qualname"] + (f"<{', '.join(inst['template_args'])}>"
                                     if inst["template_args"] else "")
-            text += (f"\n    {inst['arch']} {name}: {inst['registers']} registers, "
+            text += (f"\n    {inst['arch']} {name}: {plural(inst['registers'], 'register')}, "
                      f"{format_size(inst['spill_stores'])} spill stores, "
                      f"{format_size(inst['spill_loads'])} spill loads, "
                      f"{format_size(inst['static_smem'])} static shared memory, "
@@ -176,7 +173,7 @@ def format_record(r: dict) -> str:
             derived = sum(1 for i in r["indices"] if i["thread_derived"])
             text += f"; {derived}/{len(r['indices'])} subscripts thread-derived"
         if r["other_uses"]:
-            text += f"; {r['other_uses']} other uses"
+            text += f"; {r['other_uses']} other use{'' if r['other_uses'] == 1 else 's'}"
         return text
     if kind == "launch":
         block = "runtime" if r["runtime_block"] else _n(r["block"])
