@@ -117,3 +117,24 @@ def test_a_header_is_parsed_once_for_every_view(tmp_path, monkeypatch):
     big = context.header_context(str(header), View(defines=("BIG",), complete=True))
     assert small is not big and small.view != big.view and small.tree is big.tree
     assert len(parses) == 1
+
+
+def test_a_headers_constants_are_read_only_when_a_lookup_needs_them(tmp_path):
+    """A file's tables read the constants of its project headers on the first name they lack:
+    a file that never asks costs no parse of its headers; one that asks gets the header's."""
+    from occlint.source import context
+
+    header = tmp_path / "cfg.cuh"
+    header.write_text("constexpr int kBlock = 128;\nstruct Pair { int a, b; };\n")
+    unit = tmp_path / "k.cu"
+    unit.write_text('#include "cfg.cuh"\nconstexpr int kOwn = 64;\n'
+                    "__global__ void k(float* x) { x[threadIdx.x] = 1; }\n")
+
+    def built() -> bool:
+        return any(key[0] == str(header) for key in context._HEADER_CONTEXTS)
+
+    env = context.Context(unit.read_text(), str(unit)).env
+    assert not built()                               # parsed and scanned: no header read yet
+    assert env.text_value(b"1 + 2") == 3 and not built()     # no name: still none
+    assert env.text_value(b"kBlock") == 128 and built()      # a name it lacks: the header's
+    assert env.text_value(b"kOwn") == 64 and env.text_value(b"sizeof(Pair)") == 8

@@ -60,6 +60,69 @@ def declarator_name(node):
     return node
 
 
+class HeaderBacked(dict):
+    """One of a file's tables (globals, enums, structs) that reads the constants of the project
+    headers the file includes only when first asked for a name it lacks, or for its size or
+    contents: most files never are, and a header's constants cost a parse of it per view.
+    Afterwards it is the same dict eager loading would have made."""
+
+    __slots__ = ("_load", "_group")
+
+    def __init__(self, own: dict):
+        super().__init__(own)
+        self._load = None
+        self._group: list = []
+
+    def arm(self, group: list, load) -> None:
+        self._load, self._group = load, group
+
+    def _fill(self) -> None:
+        load = self._load
+        for table in self._group:      # all three at once, as one eager pass filled them
+            table._load = None
+        load()
+
+    def get(self, key, default=None):
+        if self._load is not None and not dict.__contains__(self, key):
+            self._fill()
+        return dict.get(self, key, default)
+
+    def __contains__(self, key) -> bool:
+        if self._load is not None and not dict.__contains__(self, key):
+            self._fill()
+        return dict.__contains__(self, key)
+
+    def __getitem__(self, key):
+        if self._load is not None and not dict.__contains__(self, key):
+            self._fill()
+        return dict.__getitem__(self, key)
+
+    def __len__(self) -> int:
+        if self._load is not None:
+            self._fill()
+        return dict.__len__(self)
+
+    def __iter__(self):
+        if self._load is not None:
+            self._fill()
+        return dict.__iter__(self)
+
+    def items(self):
+        if self._load is not None:
+            self._fill()
+        return dict.items(self)
+
+    def keys(self):
+        if self._load is not None:
+            self._fill()
+        return dict.keys(self)
+
+    def values(self):
+        if self._load is not None:
+            self._fill()
+        return dict.values(self)
+
+
 class Context:
     def __init__(self, text: str, path: str, *, outer: Context | None = None,
                  tree=None, data: bytes | None = None, view: View | None = None):
@@ -177,7 +240,11 @@ class Context:
                 self._add_struct(node)
             for node in caps.get("typedef", ()):
                 self._add_typedef(node)
-        self._add_header_constants()
+        if self.pp.headers:         # read on the first lookup the file cannot answer itself
+            tables = [HeaderBacked(env.globals), HeaderBacked(env.enums), HeaderBacked(env.structs)]
+            for table in tables:
+                table.arm(tables, self._add_header_constants)
+            env.globals, env.enums, env.structs = tables
 
     def _add_header_constants(self):
         """`const`/`constexpr` integers, enumerators and struct layouts of the project headers
