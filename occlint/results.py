@@ -24,12 +24,18 @@ FORMAT = 1
 
 
 def _code() -> str:
-    """occlint's own modules and data (size and mtime of each) and the grammar's, so a new
-    version, or an edited checkout, never reads an old run's findings."""
+    """occlint's own modules and data (size and mtime of each: the package, the rules' words,
+    the GPU table) and the grammar's, so a new version, or an edited checkout, never reads an
+    old run's findings."""
     import importlib.util
+
+    from occlint.registry import rules_dir
 
     h = hashlib.sha256()
     roots = [os.path.dirname(os.path.abspath(__file__))]
+    here = str(rules_dir())                   # the rules' words: beside the package in a checkout
+    if not here.startswith(roots[0] + os.sep):
+        roots.append(here)
     for name in ("tree_sitter", "tree_sitter_cuda"):
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin:

@@ -106,3 +106,24 @@ def test_the_html_report_always_parses(tmp_path, parses):
     proc = run_main("check", "--output-format", "html:r.html", "k.cuh", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert len(parses) == 2 and "scale" in (tmp_path / "r.html").read_text()
+
+
+def test_edited_rule_words_are_not_read_from_an_old_entry(tmp_path, parses, monkeypatch):
+    # the fingerprint covers the package and the rules' words beside it in a checkout
+    from occlint import results
+    from occlint.registry import rules_dir
+
+    (tmp_path / "k.cuh").write_text(KERNEL)
+    (tmp_path / "cfg.h").write_text("#define BLOCK 100\n")
+    check(tmp_path)
+    before = results._code()
+    page = rules_dir() / "OCC031.toml"
+    stat = page.stat()
+    import os
+    os.utime(page, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        assert results._code() != before
+        check(tmp_path)
+        assert len(parses) == 2
+    finally:
+        os.utime(page, ns=(stat.st_atime_ns, stat.st_mtime_ns))
