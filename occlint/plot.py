@@ -90,10 +90,29 @@ def _occ_at(curve: Curve, x: int) -> float:
     return curve.current_occupancy
 
 
+def _shell(curve: Curve, chart_id: str, heading: str | None, at: tuple[int, int] | None) -> list[str]:
+    """The <svg> start tag with the chart's accessible name and description."""
+    cid = escape(chart_id, quote=True)
+    title = heading or curve.title          # the accessible name; the visible title is shorter
+    place = f' x="{at[0]}" y="{at[1]}" width="{WIDTH}" height="{HEIGHT}"' if at else ""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg"{place} class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
+            f'role="img" aria-labelledby="{cid}-t {cid}-d" data-kind="{curve.kind}">',
+            f'<title id="{cid}-t">{escape(title)}</title>',
+            f'<desc id="{cid}-d">{escape(description(curve))}</desc>']
+
+
+def chart_again(curve: Curve, chart_id: str, body_id: str, *, heading: str | None = None) -> str:
+    """A chart drawn by `chart(..., body_id=body_id)` earlier in the same page, shown again with
+    its own accessible name: the drawing is referenced (<use>), not repeated."""
+    return "".join(_shell(curve, chart_id, heading, None)) + \
+        f'<use href="#{escape(body_id, quote=True)}" class="again"/></svg>'
+
+
 def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
-          at: tuple[int, int] | None = None) -> str:
+          at: tuple[int, int] | None = None, body_id: str | None = None) -> str:
     """One <svg> element; `chart_id` makes its ids unique within a page. `at`: place it at (x, y)
-    with its natural size inside another SVG (else it scales to its container's width)."""
+    with its natural size inside another SVG (else it scales to its container's width).
+    `body_id`: the drawing is a group of that id, which `chart_again` can show elsewhere."""
     pw, ph = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     span = max(curve.x_max - curve.x_min, 1)
 
@@ -103,14 +122,10 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
     def Y(v: float) -> float:
         return round(TOP + (1 - v) * ph, 1)
 
-    cid = escape(chart_id, quote=True)
-    title = heading or curve.title          # the accessible name; the visible title is shorter
-    place = f' x="{at[0]}" y="{at[1]}" width="{WIDTH}" height="{HEIGHT}"' if at else ""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg"{place} class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
-           f'role="img" aria-labelledby="{cid}-t {cid}-d" data-kind="{curve.kind}">',
-           f'<title id="{cid}-t">{escape(title)}</title>',
-           f'<desc id="{cid}-d">{escape(description(curve))}</desc>',
-           f'<text x="{LEFT}" y="16" class="ct" font-size="12" font-weight="600">{escape(curve.title)}</text>']
+    out = _shell(curve, chart_id, heading, at)
+    if body_id is not None:
+        out.append(f'<g id="{escape(body_id, quote=True)}">')
+    out.append(f'<text x="{LEFT}" y="16" class="ct" font-size="12" font-weight="600">{escape(curve.title)}</text>')
     # grid, axes and ticks: one path each; text attributes on groups (compact, and no CSS needed)
     levels = (0, 0.25, 0.5, 0.75, 1.0)
     ticks = _ticks(curve)
@@ -161,7 +176,7 @@ def chart(curve: Curve, chart_id: str, *, heading: str | None = None,
                    NOW, "now", -1 if cliff_sides == {1} else 1))     # away from the cliffs
     marks = [(x - 6, y - 7, x + 6, y + 7) for x, y, *_ in labels]      # labels keep off the marks
     out.extend(_place_labels(labels, LEFT, LEFT + pw, TOP, TOP + ph, marks))
-    out.append("</svg>")
+    out.append("</g></svg>" if body_id is not None else "</svg>")
     return "".join(out)
 
 

@@ -239,12 +239,17 @@ def _focus(fig: ArchFigures) -> Evaluation | None:
     return min(usable, key=lambda ev: ev.occupancy, default=None)
 
 
-def curves_key(fig: ArchFigures) -> tuple:
-    """What the charts of `fig` show, without the arch: equal keys draw identical charts."""
+def curve_key(c) -> tuple:
+    """What one chart shows, without the arch: equal keys draw identical charts."""
     def step(s):
         return None if s is None else (s.value, s.result.occupancy)
-    return tuple((c.kind, c.segments, c.current, c.x_max, step(c.gain), step(c.loss))
-                 for c in fig.curves)
+    return (c.kind, c.segments, c.current, c.current_occupancy, c.x_min, c.x_max, c.step,
+            step(c.gain), step(c.loss))
+
+
+def curves_key(fig: ArchFigures) -> tuple:
+    """What the charts of `fig` show, without the arch: equal keys draw identical charts."""
+    return tuple(curve_key(c) for c in fig.curves)
 
 
 def _curves(arch: str, ev: Evaluation) -> tuple:

@@ -430,7 +430,10 @@ def test_an_arch_with_the_same_curves_links_to_them_and_library_kernels_get_none
     page = html.page(model)
     dom = _Dom()
     dom.feed(page)
-    assert len(dom.all("svg", cls="chart")) == 6               # sm_80 and sm_90 for k, not sm_100
+    # sm_80 and sm_90 for k, not sm_100; a chart the same on both is drawn once, then linked
+    distinct = {report.curve_key(c) for a in ("sm_80", "sm_90") for c in k.archs[a].curves}
+    assert len(dom.all("svg", cls="chart")) == len(distinct) < 6
+    assert len(dom.all("p", cls="same-chart")) == 6 - len(distinct)
     same = dom.all("p", cls="same")
     assert len(same) == 1 and f'href="#{k.anchor}-sm_90"' in page
     assert {r["data-kernel"] for r in dom.all("tr", data_arch="sm_90")} == {"k", "cub::Kernel"}
@@ -452,3 +455,67 @@ def test_a_finding_folded_over_archs_counts_once_per_arch_and_once_in_total():
         if cells and cells[0]["text"].startswith("OCC"):
             rows[cells[0]["text"].split()[0]] = [c["text"] for c in cells[2:]]
     assert rows == {"OCC010": ["1", "1", "0", "1"], "OCC031": ["0", "0", "1", "1"]}
+
+
+def test_a_chart_the_same_for_another_kernel_is_drawn_once_and_shown_in_place(tmp_path):
+    """Two kernels with the same figures: the second kernel's charts reference the first's
+    drawings (<use>), with their own accessible names; their numbers link to the first."""
+    import dataclasses
+
+    from occlint import report
+    from occlint.config import load_config
+    from occlint.emit import html
+    from occlint.engine import lint_paths
+    from occlint.model import Usage
+
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void a(float* p) { p[threadIdx.x] = 1; }\n"
+                   "__global__ void b(float* p) { p[threadIdx.x] = 2; }\n"
+                   "void run(float* p) { a<<<1024, 256>>>(p); b<<<1024, 256>>>(p); }\n")
+    usage = {str(src): [Usage(n, "sm_90", 32, source="recorded") for n in ("a", "b")]}
+    config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_90",))
+    page = html.page(report.build(lint_paths([str(src)], config, usage=usage), root=str(tmp_path)))
+    dom = _Dom()
+    dom.feed(page)
+    svgs = dom.all("svg", cls="chart")
+    assert len(svgs) == 6 and len(dom.all("use", cls="again")) == 3
+    assert len(dom.all("table", cls="numbers")) == 3 and len(dom.all("p", cls="numbers-ref")) == 3
+    titles = [t["text"] for t in dom.all("title") if t["text"].startswith("Occupancy vs")]
+    assert len(titles) == 6 and all(t.endswith("(sm_90)") for t in titles)
+    for use in dom.all("use", cls="again"):          # each reference names a drawing on the page
+        assert f'<g id="{use["href"][1:]}">' in page
+
+
+def test_a_chart_shown_again_renders_in_chromium(tmp_path, chromium):
+    """The <use> of a drawing in another inline SVG resolves in a real browser: the reference
+    has the drawing's size and the page shows as many curves as charts."""
+    import dataclasses
+
+    from harness.cdp import Browser
+
+    from occlint import report
+    from occlint.config import load_config
+    from occlint.emit import html
+    from occlint.engine import lint_paths
+    from occlint.model import Usage
+
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void a(float* p) { p[threadIdx.x] = 1; }\n"
+                   "__global__ void b(float* p) { p[threadIdx.x] = 2; }\n"
+                   "void run(float* p) { a<<<1024, 256>>>(p); b<<<1024, 256>>>(p); }\n")
+    usage = {str(src): [Usage(n, "sm_90", 32, source="recorded") for n in ("a", "b")]}
+    config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_90",))
+    out = tmp_path / "r.html"
+    out.write_text(html.page(report.build(lint_paths([str(src)], config, usage=usage),
+                                          root=str(tmp_path))), encoding="utf-8")
+    with Browser(chromium, tmp_path / "profile") as browser:
+        page = browser.open_page(offline=True)
+        page.set_viewport(1280, 800)
+        page.goto(out.as_uri())
+        assert page.console_errors == []
+        boxes = page.eval("""(() => [...document.querySelectorAll('use.again')].map(u => {
+            const b = u.getBBox(), d = document.getElementById(u.getAttribute('href').slice(1)).getBBox();
+            return [Math.round(b.width), Math.round(b.height), Math.round(d.width), Math.round(d.height)]; }))()""")
+        assert len(boxes) == 3
+        for w, h, dw, dh in boxes:
+            assert w == dw > 200 and h == dh > 150, boxes

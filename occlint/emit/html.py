@@ -194,13 +194,17 @@ def _kernels(model: ReportModel, ids: dict[int, str]) -> list[str]:
                 f'<td class="num">{n_find}</td></tr>')
     out.append("</tbody></table></div>")
     counter = [0]                          # chart ids: c1, c2, ... (short: a page holds thousands)
+    drawings: dict = {}
     for e in model.kernels:
-        out += _kernel_detail(model, e, ids, counter)
+        out += _kernel_detail(model, e, ids, counter, drawings)
     out.append("</section>")
     return out
 
 
-def _kernel_detail(model: ReportModel, e, ids: dict[int, str], counter: list[int]) -> list[str]:
+def _kernel_detail(model: ReportModel, e, ids: dict[int, str], counter: list[int],
+                   drawings: dict) -> list[str]:
+    """One kernel's section. `drawings`: chart key -> (drawing id, figure id, label) of the
+    charts drawn so far in the page, which a chart that is the same everywhere reuses."""
     where = (f"defined at <code>{escape(shown_path(e.path, model.root))}:{e.line}</code>" if e.path
              else "compiled, not found in the sources")
     out = [f'<article class="kernel" id="{e.anchor}" data-kernel="{escape(e.name, quote=True)}">'
@@ -213,6 +217,7 @@ def _kernel_detail(model: ReportModel, e, ids: dict[int, str], counter: list[int
             f'<a href="#{ids[id(f)]}">{f.code}{" (" + escape(f.arch) + ")" if f.arch else ""} line {f.span.line}</a>'
             for f in e.findings if id(f) in ids) + "</p>")
     drawn: dict[tuple, str] = {}          # curves key -> the arch whose section shows them
+    shown: dict[tuple, tuple[str, str]] = {}   # one chart's key -> (arch, figure id) drawing it
     for arch in model.archs:
         fig = e.archs.get(arch)
         if fig is None:
@@ -249,11 +254,28 @@ def _kernel_detail(model: ReportModel, e, ids: dict[int, str], counter: list[int
                   f"({_basis(ev.basis)}, <code>{escape(ev.where)}</code>)")
             out.append(f'<p class="at">Curves at {at}:</p><div class="charts">')
             for curve in fig.curves:
+                one = report.curve_key(curve)
+                if one in shown:           # this chart is drawn for an arch above: a link to it
+                    first, fid = shown[one]
+                    out.append(f'<p class="same-chart" data-kind="{curve.kind}">{escape(curve.title)}: '
+                               f'as on <a href="#{fid}">{first}</a> (the same at every point).</p>')
+                    continue
                 counter[0] += 1
-                out.append(f'<figure class="chartbox" data-kind="{curve.kind}">'
-                           + plot.chart(curve, f"c{counter[0]}", heading=f"{curve.title} ({arch})")
+                fid = f"{e.anchor}-c{counter[0]}"
+                shown[one] = (arch, fid)
+                heading = f"{curve.title} ({arch})"
+                drawing = drawings.get(one)    # the same chart of another kernel: drawn once
+                if drawing is None:
+                    drawings[one] = (f"b{counter[0]}", fid, f"{e.name} on {arch}")
+                    svg = plot.chart(curve, f"c{counter[0]}", heading=heading, body_id=f"b{counter[0]}")
+                    numbers = _chart_table(curve)
+                else:
+                    svg = plot.chart_again(curve, f"c{counter[0]}", drawing[0], heading=heading)
+                    numbers = (f'<p class="numbers-ref">Numbers: as in the chart of <a href="#{drawing[1]}">'
+                               f"{escape(drawing[2])}</a>.</p>")
+                out.append(f'<figure class="chartbox" id="{fid}" data-kind="{curve.kind}">' + svg
                            + f'<figcaption>{escape(plot.description(curve))}</figcaption>'
-                           + _chart_table(curve) + "</figure>")
+                           + numbers + "</figure>")
             out.append("</div>")
         elif not fig.usages:
             out.append('<p class="notice">No compiler figures for this arch, so no curves.</p>')
@@ -272,7 +294,8 @@ def _chart_table(curve) -> str:
     head = {"block_size": "Threads per block", "registers": "Registers per thread",
             "shared_memory": "Shared memory per block"}[curve.kind]
     # end tags of cells and rows are implied (HTML): a page holds thousands of these rows
-    rows = "".join(f'<tr><td>{escape(a)}<td class="num">{b}<td class="num">{c}<td>{escape(d)}'
+    # numeric columns aligned by the stylesheet (table.numbers), not a class on each cell
+    rows = "".join(f'<tr><td>{escape(a)}<td>{b}<td>{c}<td>{escape(d)}'
                    for a, b, c, d in plot.table_rows(curve))
     return (f'<details><summary>Numbers</summary><table class="numbers"><thead><tr><th scope="col">{head}</th>'
             '<th scope="col" class="num">Occupancy</th><th scope="col" class="num">Blocks/SM</th>'
@@ -367,7 +390,7 @@ table{border-collapse:collapse;margin:.4em 0 1em;font-size:14px}
 caption{text-align:left;font-weight:600;padding:4px 0;color:var(--muted)}
 th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
 thead th{background:var(--soft)}
-.num{text-align:right;font-variant-numeric:tabular-nums}
+.num,table.numbers td:nth-child(2),table.numbers td:nth-child(3){text-align:right;font-variant-numeric:tabular-nums}
 th button{background:none;border:0;padding:0;margin:0;font:inherit;color:inherit;text-align:inherit;cursor:pointer}
 th button:focus-visible{outline:2px solid var(--link)}
 th button::after{content:" \\2195";color:var(--muted)}
