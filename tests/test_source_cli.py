@@ -61,3 +61,58 @@ def test_binary_garbage_file_is_listed_without_error(tmp_path):
     r = run_cli("kernels", "--json", str(tmp_path / "junk.cu"))
     assert r.returncode == 0, r.stderr
     assert [rec["name"] for rec in json.loads(r.stdout)] == ["k"]
+
+
+def _big_listing(root: Path) -> None:
+    """~40 files over MIN_SHARE_BYTES x 2, with headers their units include, so `kernels`
+    shares them among two processes."""
+    (root / "inc").mkdir()
+    (root / "inc" / "cfg.cuh").write_text("#pragma once\nconstexpr int kBlock = 128;\n"
+                                          "#define TILE 32\nstruct Pair { int a, b; };\n")
+    filler = "// " + "x" * 200 + "\n"
+    for i in range(40):
+        (root / f"k{i:02}.cu").write_text(
+            '#include "inc/cfg.cuh"\n'
+            f"__global__ void __launch_bounds__(256) k{i}(float* x) {{\n"
+            f"    __shared__ float tile[TILE][TILE + {i % 3}];\n"
+            "    tile[threadIdx.y][threadIdx.x] = x[threadIdx.x];\n    x[0] = tile[0][0];\n}\n"
+            + filler * 70
+            + f"void run{i}(float* x) {{ k{i}<<<{i + 1}, kBlock>>>(x); "
+            f"k{i}<<<dim3(4, 4), dim3(TILE, {i % 4 + 1})>>>(x); }}\n")
+
+
+def test_a_shared_listing_is_the_listing_of_one_process(tmp_path):
+    # two processes (--jobs 2, past MIN_SHARE_BYTES) print exactly what one does, in order
+    from occlint.commands.kernels import MIN_SHARE_BYTES, _shares
+
+    _big_listing(tmp_path)
+    files = sorted(str(p) for p in tmp_path.glob("*.cu"))
+    shares = _shares(files, 2)
+    assert len(shares) == 2 and sum(shares, []) == files
+    assert sum(Path(f).stat().st_size for f in files) > 2 * MIN_SHARE_BYTES
+    one = run_cli("kernels", ".", "--no-compile", "--json", "--jobs", "1", cwd=tmp_path)
+    two = run_cli("kernels", ".", "--no-compile", "--json", "--jobs", "2", cwd=tmp_path)
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == two.stdout
+    recs = json.loads(two.stdout)
+    assert [r["name"] for r in recs if r["kind"] == "kernel"] == [f"k{i}" for i in range(40)]
+    assert {r["block"] for r in recs if r["kind"] == "launch"} >= {128, 32, 64, 96}
+    text_one = run_cli("kernels", ".", "--no-compile", "--jobs", "1", cwd=tmp_path).stdout
+    assert text_one == run_cli("kernels", ".", "--no-compile", "--jobs", "2", cwd=tmp_path).stdout
+
+
+def test_fork_map_is_map_and_redoes_what_a_copy_could_not(tmp_path):
+    import os
+
+    from occlint.process import fork_map
+
+    parent = os.getpid()
+    assert fork_map(lambda n: [n, n * n], [1, 2, 3]) == [[1, 1], [2, 4], [3, 9]]
+
+    def only_here(n):
+        if os.getpid() != parent:
+            raise RuntimeError("fails in the copy")
+        return {"n": n}
+
+    assert fork_map(only_here, [5, 6]) == [{"n": 5}, {"n": 6}]
+    assert fork_map(lambda n: n, []) == [] and fork_map(lambda n: n, [7]) == [7]

@@ -269,6 +269,55 @@ def _compile(files: list[str], args, config):
     return report, tuple(archs)
 
 
+MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among processes (jobs)
+
+
+def _shares(files: list[str], jobs: int | None) -> list[list[str]]:
+    """`files` in consecutive runs of about equal size, one per job (a folder's files, which
+    share headers, mostly stay together); one run when the listing is small."""
+    sizes = []
+    for f in files:
+        try:
+            sizes.append(os.path.getsize(f))
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes)
+    n = max(1, min(jobs or os.cpu_count() or 1, total // MIN_SHARE_BYTES, len(files)))
+    shares: list[list[str]] = [[] for _ in range(n)]
+    done = 0
+    for f, size in zip(files, sizes):
+        shares[min(n - 1, done * n // max(total, 1))].append(f)
+        done += size
+    return [s for s in shares if s]
+
+
+def _listing(share: list[str], files: list[str], config, report, all_usage, archs) -> list:
+    """[(records, error line or None)] of each file of `share` (JSON: it may come from a
+    forked process), each parsed with its View among all the run's `files`."""
+    from occlint.files import read_regular
+    from occlint.source import parse
+    from occlint.toolchain.flags import source_views
+
+    views = source_views(files, config, report.includes if report is not None else None, only=share)
+    measured = {u.kernel.split("::")[-1] for u in all_usage}
+    out = []
+    for path in share:
+        try:
+            data = read_regular(path)
+        except OSError as exc:
+            out.append(([], f"cannot read {path}: {exc.strerror or exc}"))
+            continue
+        sf = parse(data, path, views.get(path))
+        recs = records(sf)
+        if all_usage:
+            add_compiler_figures(recs, sf, all_usage, config, archs)
+        for r in recs:
+            if r["kind"] == "launch":
+                r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
+        out.append((recs, None))
+    return out
+
+
 def run(args) -> int:
     from occlint.source.preproc import one_run
 
@@ -277,8 +326,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from occlint.source import parse
-
     config = load(args)
     files, errors = discover(args.paths, config)
     report, archs = _compile(files, args, config)
@@ -286,25 +333,17 @@ def _run(args) -> int:
     for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
         where = f"{err.path}:{err.line}" if err.line else err.path
         print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
+    from occlint.process import fork_map
+
+    def listing(share: list[str]) -> list:
+        return _listing(share, files, config, report, all_usage, archs)
+
     all_records = []
-    from occlint.toolchain.flags import source_views
-    views = source_views(files, config, report.includes if report is not None else None)
-    for path in files:
-        try:
-            from occlint.files import read_regular
-            data = read_regular(path)
-        except OSError as exc:
-            errors.append(f"cannot read {path}: {exc.strerror or exc}")
-            continue
-        sf = parse(data, path, views.get(path))
-        recs = records(sf)
-        if all_usage:
-            add_compiler_figures(recs, sf, all_usage, config, archs)
-        measured = {u.kernel.split("::")[-1] for u in all_usage}
-        for r in recs:
-            if r["kind"] == "launch":
-                r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
-        if args.json:
+    for recs, error in (item for part in fork_map(listing, _shares(files, config.jobs))
+                        for item in part):
+        if error:
+            errors.append(error)
+        elif args.json:
             all_records += recs
         else:
             for r in recs:

@@ -274,17 +274,21 @@ MAX_PREFIX_INCLUDERS = 4
 
 
 def source_views(paths: Iterable[str], config: Config,
-                 includes: dict[str, tuple[str, ...]] | None = None) -> dict:
+                 includes: dict[str, tuple[str, ...]] | None = None, *,
+                 only: Iterable[str] | None = None) -> dict:
     """path -> the preprocessor View its source is parsed with (source.preproc): a unit's own
     -D/-U/-I (its compile command, else the configured flags, as occlint compiles it); a
     header's from the configured flags, not complete (the units that include it may add more),
     with the macros its includers have in force at their `#include` (`View.prefix`: the ones
     up to MAX_PREFIX_INCLUDERS agree on). `includes`: unit -> the files it read (the compiler's
-    dependency lists); without them, units among `paths` that name the header in an #include."""
+    dependency lists); without them, units among `paths` that name the header in an #include.
+    `only`: the views of these of `paths` (a share of a run's files), the others still searched
+    for includers."""
     from occlint.discover import is_header
     from occlint.source.preproc import common_macros, macros_at, read_header, view_from_flags
 
     paths = list(paths)
+    wanted = paths if only is None else list(only)
     units: dict[str, object] = {}
 
     def unit_view(unit: str):
@@ -295,10 +299,10 @@ def source_views(paths: Iterable[str], config: Config,
 
     out = {}
     named: dict[str, bytes] = {}        # unit -> what its #include lines name (_includers)
-    for path in paths:
+    for path in wanted:
         if not is_header(path):
             out[path] = unit_view(path)
-    headers = [p for p in paths if is_header(p)]
+    headers = [p for p in wanted if is_header(p)]
     if not headers:
         return out
     base = view_from_flags(config_flags(config), config.root, complete=False)   # a header's
