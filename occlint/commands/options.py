@@ -24,7 +24,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, cache: bool = True)
                         help="target archs, e.g. sm_80,sm_90 (repeatable)")
     parser.add_argument("--gpu", metavar="NAME", help="GPU for SM counts and the default arch (default: h100)")
     if cache:
-        parser.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel compiles (and, for kernels, processes sharing a large listing); default: the CPU count")
+        parser.add_argument("--jobs", "-j", type=int, metavar="N",
+                            help="parallel compiles (for kernels also the processes that share a "
+                                 "large listing); default: the CPU count")
         parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
 
 
