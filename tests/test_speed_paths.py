@@ -138,3 +138,30 @@ def test_a_headers_constants_are_read_only_when_a_lookup_needs_them(tmp_path):
     assert env.text_value(b"1 + 2") == 3 and not built()     # no name: still none
     assert env.text_value(b"kBlock") == 128 and built()      # a name it lacks: the header's
     assert env.text_value(b"kOwn") == 64 and env.text_value(b"sizeof(Pair)") == 8
+
+
+def test_demangling_starts_no_process_and_agrees_with_cxxfilt():
+    # cxxfilt's import runs `ldconfig -p` twice; the C++ runtime's __cxa_demangle is loaded by
+    # soname instead (the same function cxxfilt calls)
+    code = """
+import subprocess
+started = []
+real = subprocess.Popen.__init__
+def spy(self, args, *a, **k):
+    started.append(args)
+    real(self, args, *a, **k)
+subprocess.Popen.__init__ = spy
+from occlint.toolchain.demangle import demangle
+print(demangle("_ZN2ns6reduceILi256EfEEvPKT0_PS1_i"))
+print(len(started))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["void ns::reduce<256, float>(float const*, float*, int)", "0"]
+    import cxxfilt
+
+    from occlint.toolchain.demangle import demangle
+    for name in ("_Z9vectorAddPKfS0_Pfi", "_ZN12_GLOBAL__N_16kernelEPf", "_Z5smallIfLj128EEvPT_",
+                 "_Zbad", "plain"):
+        want = cxxfilt.demangle(name) if name.startswith("_Z") and name != "_Zbad" else name
+        assert demangle(name) == want, name

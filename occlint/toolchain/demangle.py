@@ -24,6 +24,43 @@ def strip_static_prefix(mangled: str) -> str:
     return rest if rest.startswith("_Z") else mangled
 
 
+@lru_cache(maxsize=1)
+def _cxa_demangle():
+    """(__cxa_demangle, free) from the C++ runtime, loaded by soname (dlopen, no process), or
+    None. cxxfilt does the same, but its import runs `ldconfig -p` twice to find the
+    libraries (15-30 ms inside a cold run's first compile)."""
+    import ctypes
+
+    for name in ("libstdc++.so.6", "libc++.so.1", "libc++.1.dylib", "libstdc++.6.dylib"):
+        try:
+            fn = getattr(ctypes.CDLL(name), "__cxa_demangle")
+            free = ctypes.CDLL(None).free
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        free.argtypes, free.restype = [ctypes.c_void_p], None
+        return fn, free
+    return None
+
+
+def _native(mangled: str) -> str | None:
+    import ctypes
+
+    found = _cxa_demangle()
+    if found is None:
+        return None
+    fn, free = found
+    status = ctypes.c_int(0)
+    ptr = fn(mangled.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode("utf-8", "replace") if status.value == 0 else None
+    finally:
+        free(ptr)
+
+
 @lru_cache(maxsize=4096)
 def demangle(mangled: str) -> str:
     """The demangled signature, or the name itself when it is not mangled (extern "C")."""
@@ -31,10 +68,12 @@ def demangle(mangled: str) -> str:
     if not mangled.startswith("_Z"):
         return mangled
     try:
-        import cxxfilt
+        if _cxa_demangle() is not None:
+            return _native(mangled) or mangled
+        import cxxfilt                        # another platform: cxxfilt's library search
 
         return cxxfilt.demangle(mangled)
-    except Exception:  # not a valid name, or no libstdc++: keep the symbol
+    except Exception:  # not a valid name, or no C++ runtime: keep the symbol
         return mangled
 
 
