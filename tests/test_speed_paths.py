@@ -69,30 +69,35 @@ def test_gitignore_paths_relative_as_relpath():
 
 
 def test_includers_index_finds_what_the_include_regex_finds(tmp_path):
-    """source_views reads each unit's #include texts once for all headers; a unit must count as
-    naming a header exactly when `#\\s*include\\s*[<"][^>"]*NAME` is found in its text."""
+    """source_views reads each unit's #include names once for all headers, with the reading
+    for_headers uses (includers.included_names): a unit names a header exactly when one of its
+    lines is an `#include` of a file of that name, in any folder (not "xa.cuh", not past a
+    missing closing quote)."""
     import random
     import re
 
     from occlint.config import Config
     from occlint.toolchain.flags import _includers
+    from occlint.toolchain.includers import _by_name
 
     rng = random.Random(7)
     parts = [b"#", b"#include", b"# include", b"include", b" ", b"\n", b'"', b"<", b">", b"a.cuh",
-             b"b/a.cuh", b"xa.cuh", b"a.cu", b"/"]
+             b"b/a.cuh", b"xa.cuh", b"a.cu", b"/", b'#include "a.cuh"\n', b"#include <b/a.cuh>\n"]
     units = []
     for i in range(300):
         unit = tmp_path / f"u{i}.cu"
         unit.write_bytes(b"".join(rng.choice(parts) for _ in range(rng.randint(0, 12))))
         units.append(str(unit))
-    (tmp_path / "nested.cu").write_bytes(b'#include <x #include "a.cuh"\n')   # overlapping
-    units.append(str(tmp_path / "nested.cu"))
+    (tmp_path / "nested.cu").write_bytes(b'#include <x #include "a.cuh"\n')   # no closing >
+    (tmp_path / "other.cu").write_bytes(b'#include "xa.cuh"\n')
+    units += [str(tmp_path / "nested.cu"), str(tmp_path / "other.cu")]
     header = str(tmp_path / "a.cuh")
-    want = sorted(u for u in units if re.search(rb'#\s*include\s*[<"][^>"]*' + re.escape(b"a.cuh"),
-                                                open(u, "rb").read()))
-    assert 10 < len(want) < 290
+    line = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^">\n]*/)?a\.cuh[">]', re.M)
+    want = sorted(u for u in units if line.search(open(u, "rb").read()))
+    assert 10 < len(want) < 290 and str(tmp_path / "other.cu") not in want
     got = _includers(header, units, None, Config(root=str(tmp_path)), {})
     assert sorted(got) == want
+    assert sorted(_by_name(tuple(units))["a.cuh"]) == want        # for_headers reads the same
 
 
 def test_a_header_is_parsed_once_for_every_view(tmp_path, monkeypatch):

@@ -298,7 +298,7 @@ def source_views(paths: Iterable[str], config: Config,
         return units[unit]
 
     out = {}
-    named: dict[str, bytes] = {}        # unit -> what its #include lines name (_includers)
+    named: dict[str, frozenset] = {}    # unit -> the names its #include lines name (_includers)
     for path in wanted:
         if not is_header(path):
             out[path] = unit_view(path)
@@ -321,37 +321,33 @@ def source_views(paths: Iterable[str], config: Config,
     return out
 
 
-# What an `#include` names, up to its closing quote or bracket (found at every `#`, overlapping).
-_INCLUDED = re.compile(rb'(?=#\s*include\s*[<"]([^>"]*))')
-
-
 def _includers(header: str, paths: list[str], includes, config: Config,
-               named: dict[str, bytes] | None = None) -> list[str]:
+               named: dict[str, frozenset] | None = None) -> list[str]:
     """Units that read `header`: from the dependency lists, else those among `paths` whose text
-    has an `#include` naming its file name (nearest folder first), else the database's.
-    `named`: unit -> its #include texts joined by NUL, filled here once per unit (pass the same
-    dict for every header of one run)."""
+    has an `#include` of a file of its name (`includers.included_names`; nearest folder first),
+    else the database's. `named`: unit -> the names it includes, filled here once per unit
+    (pass the same dict for every header of one run)."""
     from occlint.discover import is_header
     from occlint.source.preproc import read_header
+    from occlint.toolchain.includers import included_names
 
     target = os.path.realpath(header)
     if includes:
         found = sorted(u for u, deps in includes.items() if target in deps and u != header)
         if found:
             return found
-    name = os.path.basename(header).encode()
+    name = os.path.basename(header)
     here = os.path.dirname(os.path.abspath(header))
     named = {} if named is None else named
     found = []
     for unit in paths:
         if is_header(unit):
             continue
-        texts = named.get(unit)
-        if texts is None:
-            data = read_header(unit) or b""
-            texts = named[unit] = b"\0".join(m.group(1) for m in _INCLUDED.finditer(data)) \
-                if b"include" in data else b""
-        if name in texts:
+        names = named.get(unit)
+        if names is None:
+            text = (read_header(unit) or b"").decode("utf-8", "replace")
+            names = named[unit] = included_names(text)
+        if name in names:
             found.append(unit)
     if not found:          # none given: the database's units that name it
         from occlint.toolchain.includers import for_headers

@@ -116,6 +116,12 @@ def _nearest(header: str, units: list[str]) -> list[str]:
 _INCLUDE_NAME = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^">\n]*/)?([^/">\n]+)[">]', re.M)
 
 
+def included_names(text: str) -> frozenset[str]:
+    """The file names (last path part) a text's `#include` lines name: the one reading of
+    "does this unit include a file of that name", for `for_headers` and `flags.source_views`."""
+    return frozenset(_INCLUDE_NAME.findall(text)) if "include" in text else frozenset()
+
+
 def _textual(header: str, config: Config, project_units) -> list[str]:
     """Units whose text includes a file of the header's name: those of the header's database,
     or with no database the project's units (`project_units()`: `check`'s discovery under the
@@ -133,7 +139,7 @@ def _by_name(units: tuple[str, ...]) -> dict[str, list[str]]:
     unit's text read and searched once, for all the headers of a run)."""
     out: dict[str, list[str]] = {}
     for unit in units:
-        for name in dict.fromkeys(_INCLUDE_NAME.findall(_text(unit))):
+        for name in sorted(included_names(_text(unit))):
             out.setdefault(name, []).append(unit)
     return out
 
