@@ -35,6 +35,30 @@ def merge(hits: Sequence[Hit]) -> list[tuple[Hit, tuple[Hit, ...]]]:
         values = {**first.values, "arch": ", ".join(archs)}
         out.append((dataclasses.replace(first, values=values, arch=",".join(archs)),
                     tuple(h for _, group in items for h in group)))
+    return _across_lines(out)
+
+
+def _across_lines(merged: list[tuple[Hit, tuple[Hit, ...]]]) -> list[tuple[Hit, tuple[Hit, ...]]]:
+    """A kernel's finding that is the same at several lines, word for word, with the same fix
+    (one edit, at the kernel: one kernel launched the same way from several places) is one
+    finding, at its first line, that names the others: one cause, one remedy, one finding.
+    Findings without a fix, or whose fix edits each line, stay one per line."""
+    by_cause: dict[tuple, list[tuple[Hit, tuple[Hit, ...]]]] = {}
+    for hit, group in merged:
+        one_remedy = hit.fix is not None and hit.fix.edits and hit.values.get("kernel")
+        key = (hit.code, hit.arch, _same_cause(hit)) if one_remedy else (id(hit),)
+        by_cause.setdefault(key, []).append((hit, group))
+    out = []
+    for items in by_cause.values():
+        lines = sorted({h.span.line for h, _ in items})
+        if len(lines) == 1:
+            out.extend(items)
+            continue
+        first = min(items, key=lambda item: (item[0].span.line, item[0].span.column))[0]
+        values = {**first.values, "also_lines": ", ".join(map(str, lines[1:]))}
+        out.append((dataclasses.replace(first, values=values,
+                                        noqa_lines=tuple(sorted({n for h, _ in items for n in h.noqa_lines}))),
+                    tuple(h for _, group in items for h in group)))
     return out
 
 
@@ -115,7 +139,11 @@ def _merged_fix(group: list[Hit]) -> FixSpec | None:
 
 
 def label_message(message: str, hit: Hit) -> str:
-    """Name how many instances a merged message stands for, right after the kernel's name."""
+    """Name how many instances a merged message stands for, right after the kernel's name, and
+    the other lines it holds for."""
+    also = hit.values.get("also_lines")
+    if also:
+        message = f"{message} (the same at line{'s' if ',' in also else ''} {also})"
     kernel = hit.values.get("kernel")
     if not isinstance(kernel, _KernelLabel):
         return message

@@ -83,3 +83,38 @@ def test_apply_drops_overlapping_edits_of_a_later_fix():
     assert fix.apply(text, edits) == "aXdeZf"
     span = make_span("ab\ncd", 3, 5)
     assert (span.line, span.column, span.end_line, span.end_column) == (2, 1, 2, 3)
+
+
+LAUNCHED_THRICE = """\
+__global__ void jacobi(float* x) { x[threadIdx.x] += 1.0f; }
+
+void run(float* x, int n) {
+    jacobi<<<n, 256>>>(x);
+    jacobi<<<n, 256>>>(x);{noqa}
+    if (n > 4) jacobi<<<n, 256>>>(x);
+}
+"""
+
+
+def test_one_kernels_same_finding_at_several_launches_is_one_finding():
+    """One cause (36 registers at 256 threads), one remedy (__launch_bounds__ at the kernel):
+    one finding at the first launch naming the others; a noqa silences only its own line."""
+    usage = [Usage("jacobi", "sm_90", 36)]
+    config = Config(arch=("sm_90",), select=("OCC010",))
+    findings = lint_source(LAUNCHED_THRICE.replace("{noqa}", ""), "j.cu", usage, config)
+    assert [(f.code, f.span.line) for f in findings] == [("OCC010", 4)]
+    [f] = findings
+    assert f.message.endswith("(the same at lines 5, 6)") and len(f.instances) == 3
+    assert f.fix is not None and [e.span.line for e in f.fix.edits] == [1]
+    quiet = lint_source(LAUNCHED_THRICE.replace("{noqa}", "  // noqa: OCC010"), "j.cu", usage, config)
+    assert [(f.span.line, f.message.endswith("(the same at line 6)")) for f in quiet] == [(4, True)]
+
+
+def test_the_same_finding_fixed_at_each_line_or_not_at_all_stays_one_per_line():
+    # OCC031 rounds each launch's own block size: two places to fix, two findings
+    text = ("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n"
+            "void a(float* x) { k<<<8, 100>>>(x); }\nvoid b(float* x) { k<<<8, 100>>>(x); }\n"
+            "void c(float* x) { k<<<8, dim3(10, 10)>>>(x); }\nvoid d(float* x) { k<<<8, dim3(10, 10)>>>(x); }\n")
+    findings = lint_source(text, "k.cu", [], Config(select=("OCC031",)))
+    assert [f.span.line for f in findings] == [2, 3, 4, 5]
+    assert not any("the same at" in f.message for f in findings)
