@@ -86,7 +86,7 @@ def changed_lines(ref: str, cwd: str = ".") -> tuple[str, dict[str, set[int] | N
 
 def keep_changed(findings: Iterable[Finding], toplevel: str,
                  changed: dict[str, set[int] | None]) -> list[Finding]:
-    """Findings whose span touches a changed line."""
+    """Findings whose span, or a line they were merged from (aggregate), touches a changed line."""
     top = os.path.realpath(toplevel)
     kept = []
     for f in findings:
@@ -94,7 +94,9 @@ def keep_changed(findings: Iterable[Finding], toplevel: str,
         if rel not in changed:
             continue
         lines = changed[rel]
-        if lines is ALL_LINES or any(n in lines for n in range(f.span.line, f.span.end_line + 1)):
+        held = {*range(f.span.line, f.span.end_line + 1),     # and every line it was merged from
+                *(i["line"] for i in f.instances if isinstance(i, dict) and type(i.get("line")) is int)}
+        if lines is ALL_LINES or any(n in lines for n in held):
             kept.append(f)
     return kept
 

@@ -70,9 +70,11 @@ def _data(hit: checks.Hit) -> dict:
 
 
 def _instance(hit: checks.Hit) -> dict:
-    """One cause a finding stands for: its kernel (with template arguments), arch and message."""
+    """One cause a finding stands for: its kernel (with template arguments), arch, place (a
+    finding merged across lines stands for several) and message."""
     from occlint import registry
     return {**_data(hit), "kernel": hit.values.get("kernel", hit.kernel), "arch": hit.arch,
+            "line": hit.span.line, "column": hit.span.column,
             "message": registry.render(hit.code, hit.variant, **hit.values)}
 
 

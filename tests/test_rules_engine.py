@@ -118,3 +118,13 @@ def test_the_same_finding_fixed_at_each_line_or_not_at_all_stays_one_per_line():
     findings = lint_source(text, "k.cu", [], Config(select=("OCC031",)))
     assert [f.span.line for f in findings] == [2, 3, 4, 5]
     assert not any("the same at" in f.message for f in findings)
+
+
+def test_a_finding_merged_across_lines_points_sarif_at_each_line():
+    from occlint.emit.sarif import build
+
+    usage = [Usage("jacobi", "sm_90", 36)]
+    findings = lint_source(LAUNCHED_THRICE.replace("{noqa}", ""), "j.cu", usage,
+                           Config(arch=("sm_90",), select=("OCC010",)))
+    [result] = build(findings, root=".")["runs"][0]["results"]
+    assert [r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]] == [4, 5, 6]

@@ -115,12 +115,22 @@ def _result(finding: Finding, index: dict, root: str, fingerprint: str) -> dict:
         props["instances"] = list(finding.instances)
         result["relatedLocations"] = [{
             "id": i,
-            "physicalLocation": result["locations"][0]["physicalLocation"],
+            "physicalLocation": _at_line(result["locations"][0]["physicalLocation"], inst),
             "message": {"text": inst.get("message", "")},
         } for i, inst in enumerate(finding.instances, 1)]
     if props:
         result["properties"] = props
     return result
+
+
+def _at_line(location: dict, inst: dict) -> dict:
+    """The result's location, or the line and column an instance holds at when it was merged
+    from another line of the same file."""
+    line, column = inst.get("line"), inst.get("column")
+    region = location.get("region", {})
+    if type(line) is not int or line == region.get("startLine"):
+        return location
+    return {**location, "region": {"startLine": line, **({"startColumn": column} if type(column) is int else {})}}
 
 
 def build(findings: Iterable[Finding], *, root: str = ".", sources: Mapping[str, str] | None = None,
