@@ -49,7 +49,8 @@ def _code() -> str:
                         st = os.stat(os.path.join(folder, name))
                     except OSError:
                         continue
-                    h.update(f"{folder}/{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                    h.update(f"{folder}/{name}\0{st.st_size}\0{st.st_mtime_ns}\n"
+                             .encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
@@ -57,7 +58,7 @@ def key(parts: Iterable[object]) -> str:
     """The entry's key: `parts` (reprs of the run's inputs) after the code's fingerprint."""
     h = hashlib.sha256()
     for part in ("occlint findings", str(FORMAT), _code(), os.getcwd(), *parts):
-        h.update((part if isinstance(part, str) else repr(part)).encode("utf-8", "surrogateescape"))
+        h.update((part if isinstance(part, str) else repr(part)).encode("utf-8", "surrogatepass"))
         h.update(b"\x1f")
     return h.hexdigest()
 
