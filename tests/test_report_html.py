@@ -457,9 +457,8 @@ def test_a_finding_folded_over_archs_counts_once_per_arch_and_once_in_total():
     assert rows == {"OCC010": ["1", "1", "0", "1"], "OCC031": ["0", "0", "1", "1"]}
 
 
-def test_a_chart_the_same_for_another_kernel_is_drawn_once_and_shown_in_place(tmp_path):
-    """Two kernels with the same figures: the second kernel's charts reference the first's
-    drawings (<use>), with their own accessible names; their numbers link to the first."""
+def _twin_kernels_page(tmp_path) -> str:
+    """The report of two kernels with the same figures on sm_90 (the same three charts)."""
     import dataclasses
 
     from occlint import report
@@ -474,7 +473,13 @@ def test_a_chart_the_same_for_another_kernel_is_drawn_once_and_shown_in_place(tm
                    "void run(float* p) { a<<<1024, 256>>>(p); b<<<1024, 256>>>(p); }\n")
     usage = {str(src): [Usage(n, "sm_90", 32, source="recorded") for n in ("a", "b")]}
     config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_90",))
-    page = html.page(report.build(lint_paths([str(src)], config, usage=usage), root=str(tmp_path)))
+    return html.page(report.build(lint_paths([str(src)], config, usage=usage), root=str(tmp_path)))
+
+
+def test_a_chart_the_same_for_another_kernel_is_drawn_once_and_shown_in_place(tmp_path):
+    """Two kernels with the same figures: the second kernel's charts reference the first's
+    drawings (<use>), with their own accessible names; their numbers link to the first."""
+    page = _twin_kernels_page(tmp_path)
     dom = _Dom()
     dom.feed(page)
     svgs = dom.all("svg", cls="chart")
@@ -489,25 +494,10 @@ def test_a_chart_the_same_for_another_kernel_is_drawn_once_and_shown_in_place(tm
 def test_a_chart_shown_again_renders_in_chromium(tmp_path, chromium):
     """The <use> of a drawing in another inline SVG resolves in a real browser: the reference
     has the drawing's size and the page shows as many curves as charts."""
-    import dataclasses
-
     from harness.cdp import Browser
 
-    from occlint import report
-    from occlint.config import load_config
-    from occlint.emit import html
-    from occlint.engine import lint_paths
-    from occlint.model import Usage
-
-    src = tmp_path / "k.cu"
-    src.write_text("__global__ void a(float* p) { p[threadIdx.x] = 1; }\n"
-                   "__global__ void b(float* p) { p[threadIdx.x] = 2; }\n"
-                   "void run(float* p) { a<<<1024, 256>>>(p); b<<<1024, 256>>>(p); }\n")
-    usage = {str(src): [Usage(n, "sm_90", 32, source="recorded") for n in ("a", "b")]}
-    config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_90",))
     out = tmp_path / "r.html"
-    out.write_text(html.page(report.build(lint_paths([str(src)], config, usage=usage),
-                                          root=str(tmp_path))), encoding="utf-8")
+    out.write_text(_twin_kernels_page(tmp_path), encoding="utf-8")
     with Browser(chromium, tmp_path / "profile") as browser:
         page = browser.open_page(offline=True)
         page.set_viewport(1280, 800)
