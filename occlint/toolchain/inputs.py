@@ -17,6 +17,7 @@ import re
 import stat
 
 from occlint.files import kind, read_regular
+from occlint.toolchain.vet import option_words
 
 _DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*(?:include|include_next|import|embed)[ \t]*([<"])([^">\r\n]+)[">]',
                         re.M)
@@ -88,7 +89,7 @@ def _search_path(flags: list[str], cwd: str) -> tuple[list[str], list[str], list
         if name in ("-Xcompiler", "--compiler-options"):   # the host compiler's own words
             if not eq and i < len(flags):
                 value, i = flags[i], i + 1
-            more = _search_path([w for w in re.split(r"[,\s]+", value) if w], cwd)
+            more = _search_path(option_words(value), cwd)
             for into, got in zip((quote_dirs, dirs, forced), more, strict=True):
                 into += got
             continue

@@ -147,6 +147,11 @@ _HOST_COMPILER = re.compile(r"(?:[\w.+]+-)*(?:g\+\+|gcc|c\+\+|cc|clang\+\+|clang
                             r"distcc)(?:_r)?(?:-[\d.]+)?(?:\.(?:openmpi|mpich|exe))?", re.I)
 
 
+def option_words(value: str | None) -> list[str]:
+    """The words of a tool option's value (`-Xcompiler=-O3,-Wall`, `-Xptxas "-v -O3"`)."""
+    return [w for w in re.split(r"[,\s]+", value or "") if w]
+
+
 def vet(flags: list[str], cwd: str) -> tuple[list[str], list[str]]:
     """(`flags` without anything that runs a program or writes a file, one warning per
     dropped flag). `cwd` is where nvcc runs (the database entry's `directory`): a relative
@@ -175,7 +180,7 @@ def vet(flags: list[str], cwd: str) -> tuple[list[str], list[str]]:
         if name in _NVCC_UNSAFE:
             warnings.append(_warning(arg if joined or name not in _NVCC_VALUE else f"{arg} {value}"))
             continue
-        words = [w for w in re.split(r"[,\s]+", value or "") if w]
+        words = option_words(value)
         if name in ("compiler-options", "Xcompiler"):
             kept, dropped, _ = _host_words(words)
             warnings += [_warning(f"{arg.split('=')[0]} {w}") for w in dropped]
@@ -219,7 +224,7 @@ def vet_nvrtc(options: list[str]) -> tuple[list[str], list[str]]:
         if name in ("Xptxas", "ptxas-options"):
             if not eq and i < len(options):
                 value, i = options[i], i + 1
-            kept, dropped = _tool_words([w for w in re.split(r"[,\s]+", value) if w], _ptxas_ok)
+            kept, dropped = _tool_words(option_words(value), _ptxas_ok)
             warnings += [_warning(f"{opt.partition('=')[0]} {w}") for w in dropped]
             out += [f"{opt.partition('=')[0]}={','.join(kept)}"] if kept else []
         elif name in _NVRTC_UNSAFE:
