@@ -60,6 +60,9 @@ def declarator_name(node):
     return node
 
 
+_WHOLE = object()       # HeaderBacked._ready: the whole table is asked for, not one name
+
+
 class HeaderBacked(dict):
     """One of a file's tables (globals, enums, structs) that reads the constants of the project
     headers the file includes only when first asked for a name it lacks, or for its size or
@@ -76,50 +79,45 @@ class HeaderBacked(dict):
     def arm(self, group: list, load) -> None:
         self._load, self._group = load, group
 
-    def _fill(self) -> None:
-        load = self._load
-        for table in self._group:      # all three at once, as one eager pass filled them
-            table._load = None
-        load()
+    def _ready(self, key=_WHOLE) -> None:
+        """Fill all three tables (as one eager pass did) before a lookup of a name this one
+        lacks, or before its size or contents (`key` left out) are read."""
+        if self._load is not None and (key is _WHOLE or not dict.__contains__(self, key)):
+            load = self._load
+            for table in self._group:
+                table._load = None
+            load()
 
     def get(self, key, default=None):
-        if self._load is not None and not dict.__contains__(self, key):
-            self._fill()
+        self._ready(key)
         return dict.get(self, key, default)
 
     def __contains__(self, key) -> bool:
-        if self._load is not None and not dict.__contains__(self, key):
-            self._fill()
+        self._ready(key)
         return dict.__contains__(self, key)
 
     def __getitem__(self, key):
-        if self._load is not None and not dict.__contains__(self, key):
-            self._fill()
+        self._ready(key)
         return dict.__getitem__(self, key)
 
     def __len__(self) -> int:
-        if self._load is not None:
-            self._fill()
+        self._ready()
         return dict.__len__(self)
 
     def __iter__(self):
-        if self._load is not None:
-            self._fill()
+        self._ready()
         return dict.__iter__(self)
 
     def items(self):
-        if self._load is not None:
-            self._fill()
+        self._ready()
         return dict.items(self)
 
     def keys(self):
-        if self._load is not None:
-            self._fill()
+        self._ready()
         return dict.keys(self)
 
     def values(self):
-        if self._load is not None:
-            self._fill()
+        self._ready()
         return dict.values(self)
 
 
