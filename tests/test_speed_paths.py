@@ -170,3 +170,18 @@ print(len(started))
                  "_Zbad", "plain"):
         want = cxxfilt.demangle(name) if name.startswith("_Z") and name != "_Zbad" else name
         assert demangle(name) == want, name
+
+
+def test_the_lazy_source_api_gives_functions_in_any_import_order():
+    """occlint.source loads its parser on first use (PEP 562): a name it exports must not also
+    be a submodule's, or importing that submodule first leaves the module where the function
+    should be (facts.array_registers then got a module and quietly dropped its floor)."""
+    code = """
+from occlint.source import launch_template_args
+from occlint.source import specialize, Specialized, parse, for_arch
+print(all(callable(f) and not hasattr(f, "__path__") and type(f).__name__ != "module"
+          for f in (specialize, launch_template_args, parse, for_arch, Specialized)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True"]

@@ -11,13 +11,15 @@ tree-sitter queries. Unknown values are None, never guesses.
 Modules: text (decoding, positions), grammar (language, queries), context (one parsed file,
 scopes, locals), preproc (conditionals per pass), consteval (constant evaluation), kernels,
 shared, indices (thread-derived subscripts), launches, macros (launches in macro bodies), values
-(few-valued expressions), specialize, build (parse). Which kernel a launch or attribute call
-names is occlint.link's question.
+(few-valued expressions), specialization (specialize), build (parse). Which kernel a launch or
+attribute call names is occlint.link's question.
 """
 
 __all__ = ["Specialized", "for_arch", "launch_template_args", "parse", "specialize"]
-_HOME = {"for_arch": "build", "parse": "build", "Specialized": "specialize",
-         "launch_template_args": "specialize", "specialize": "specialize"}
+# A name here must not be a submodule's: importing `occlint.source.X` sets the package's X to
+# the module, and then `from occlint.source import X` never reaches __getattr__.
+_HOME = {"for_arch": "build", "parse": "build", "Specialized": "specialization",
+         "launch_template_args": "specialization", "specialize": "specialization"}
 
 
 def __getattr__(name: str):
