@@ -194,42 +194,65 @@ def handle_sigterm() -> None:
                 pass
 
 
-def fork_map(fn, items: list) -> list:
-    """[fn(item) for item in items], each item after the first in a forked copy of this process
-    while this one does the first (fn's result must be JSON: it comes back through a pipe). A
-    copy that fails, or a platform without fork, or a process with threads running (a fork
-    copies only the calling thread), runs that item here instead: the result is the same."""
+def fork_map(fn, items: list, workers: int | None = None) -> list:
+    """[fn(item) for item in items], shared by this process and `workers` - 1 forked copies of
+    it (default: one per item): each takes the next item not yet taken when it is done with one,
+    so a slow item does not hold the rest up. fn's result must be JSON (it comes back through a
+    pipe). An item a copy took but did not return (it failed), or a platform without fork, or a
+    process with threads running (a fork copies only the calling thread), is done here instead:
+    the result is the same."""
     import json
 
-    if len(items) < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+    workers = len(items) if workers is None else min(workers, len(items))
+    if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1 or \
+            len(items) > _MAX_TICKETS:
         return [fn(item) for item in items]
-    children = []
-    for item in items[1:]:
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:                         # the copy: compute, write, leave without cleanup
-            code = 1
-            try:
-                os.close(r)
-                data = json.dumps(fn(item)).encode("utf-8", "surrogateescape")
-                with os.fdopen(w, "wb") as fh:
-                    fh.write(data)
-                code = 0
-            except BaseException:            # noqa: BLE001 - any failure: the parent redoes it
-                pass
-            finally:
-                os._exit(code)
-        os.close(w)
-        children.append((pid, r, item))
-    out = [fn(items[0])]
-    for pid, r, item in children:
+    take, tickets = os.pipe()             # the items' numbers, 4 bytes each, read one by one
+    os.write(tickets, b"".join(i.to_bytes(4, "big") for i in range(len(items))))
+    os.close(tickets)                     # all written before any copy reads: each read(4) is
+    children = []                         # one whole number, and an empty read means none left
+    try:
+        for _ in range(workers - 1):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:                  # the copy: take, compute, write, leave without cleanup
+                code = 1
+                try:
+                    os.close(r)
+                    data = json.dumps(_take_all(fn, items, take)).encode("utf-8", "surrogateescape")
+                    with os.fdopen(w, "wb") as fh:
+                        fh.write(data)
+                    code = 0
+                except BaseException:     # noqa: BLE001 - any failure: the parent redoes its items
+                    pass
+                finally:
+                    os._exit(code)
+            os.close(w)
+            children.append((pid, r))
+        done = _take_all(fn, items, take)
+    finally:
+        os.close(take)
+    for pid, r in children:
         with os.fdopen(r, "rb") as fh:
             data = fh.read()
         _, status = os.waitpid(pid, 0)
-        try:
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise ValueError("the copy failed")
-            out.append(json.loads(data.decode("utf-8", "surrogateescape")))
-        except ValueError:
-            out.append(fn(item))
-    return out
+        if os.waitstatus_to_exitcode(status) == 0:
+            try:
+                done.update((int(i), v) for i, v in json.loads(data.decode("utf-8", "surrogateescape")).items())
+            except ValueError:
+                pass
+    return [done[i] if i in done else fn(item) for i, item in enumerate(items)]
+
+
+_MAX_TICKETS = 4096       # 16 KiB of numbers: within any pipe's buffer, so writing never blocks
+
+
+def _take_all(fn, items: list, take: int) -> dict:
+    """{number: fn(item)} for each item this process takes from the `take` pipe until it is empty."""
+    out = {}
+    while True:
+        got = os.read(take, 4)
+        if len(got) < 4:
+            return out
+        i = int.from_bytes(got, "big")
+        out[i] = fn(items[i])

@@ -83,12 +83,12 @@ def _big_listing(root: Path) -> None:
 
 def test_a_shared_listing_is_the_listing_of_one_process(tmp_path):
     # two processes (--jobs 2, past MIN_SHARE_BYTES) print exactly what one does, in order
-    from occlint.commands.kernels import MIN_SHARE_BYTES, _shares
+    from occlint.commands.kernels import MIN_SHARE_BYTES, PIECES_PER_JOB, _shares
 
     _big_listing(tmp_path)
     files = sorted(str(p) for p in tmp_path.glob("*.cu"))
-    shares = _shares(files, 2)
-    assert len(shares) == 2 and sum(shares, []) == files
+    shares, workers = _shares(files, [Path(f).stat().st_size for f in files], 2)
+    assert workers == 2 and len(shares) == 2 * PIECES_PER_JOB and sum(shares, []) == files
     assert sum(Path(f).stat().st_size for f in files) > 2 * MIN_SHARE_BYTES
     one = run_cli("kernels", ".", "--no-compile", "--json", "--jobs", "1", cwd=tmp_path)
     two = run_cli("kernels", ".", "--no-compile", "--json", "--jobs", "2", cwd=tmp_path)
@@ -116,3 +116,31 @@ def test_fork_map_is_map_and_redoes_what_a_copy_could_not(tmp_path):
 
     assert fork_map(only_here, [5, 6]) == [{"n": 5}, {"n": 6}]
     assert fork_map(lambda n: n, []) == [] and fork_map(lambda n: n, [7]) == [7]
+
+
+def test_fork_map_hands_items_out_one_by_one():
+    # two processes over eight slow items: each takes the next when done, so both work, the
+    # results keep the items' order, and a copy that fails midway has its items redone here
+    import os
+    import time
+
+    from occlint.process import fork_map
+
+    parent = os.getpid()
+
+    def slow(n):
+        time.sleep(0.05)
+        return [n, os.getpid()]
+
+    got = fork_map(slow, list(range(8)), 2)
+    assert [n for n, _ in got] == list(range(8))
+    assert len({pid for _, pid in got}) == 2
+
+    def fails_in_copy_at_three(n):
+        time.sleep(0.05)
+        if n == 3 and os.getpid() != parent:
+            raise RuntimeError("the copy dies holding item 3")
+        return n * 10
+
+    assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
+    assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]

@@ -3,6 +3,7 @@ compiled on the first parse, not at import, so commands that parse nothing never
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -143,6 +144,61 @@ def test_a_headers_constants_are_read_only_when_a_lookup_needs_them(tmp_path):
     assert env.text_value(b"1 + 2") == 3 and not built()     # no name: still none
     assert env.text_value(b"kBlock") == 128 and built()      # a name it lacks: the header's
     assert env.text_value(b"kOwn") == 64 and env.text_value(b"sizeof(Pair)") == 8
+
+
+def test_a_lookup_parses_only_the_headers_that_could_define_the_name(tmp_path):
+    """A name the file lacks comes from the first header (include order) that defines it; a
+    header whose text does not have the name is not parsed for it; the answer does not depend
+    on which names were asked before; the whole table merges every header's entries."""
+    from occlint.source import context
+
+    (tmp_path / "a.cuh").write_text('#pragma once\n#include "b.cuh"\nconstexpr int kA = 1;\n'
+                                    "// kBlocky is not kBlock\n")
+    (tmp_path / "b.cuh").write_text("#pragma once\nconstexpr int kBlock = 128;\n"
+                                    "enum Mode { kFast = 3 };\nstruct Pair { int a, b; };\n")
+    (tmp_path / "c.cuh").write_text("#pragma once\nconstexpr int kBlock = 256;\n")
+    unit = tmp_path / "k.cu"
+    unit.write_text('#include "a.cuh"\n#include "c.cuh"\nconstexpr int kOwn = 64;\n')
+
+    def built() -> set[str]:
+        return {os.path.basename(key[0]) for key in context._HEADER_CONTEXTS
+                if key[0].startswith(str(tmp_path))}
+
+    def fresh():
+        context._HEADER_CONTEXTS.clear()
+        context._TABLES.clear()
+        return context.Context(unit.read_text(), str(unit)).env
+
+    env = fresh()
+    assert env.text_value(b"kA") == 1 and built() == {"a.cuh"}
+    assert env.text_value(b"kNowhere") is None and built() == {"a.cuh"}
+    assert env.text_value(b"kBlock") == 128 and built() == {"a.cuh", "b.cuh", "c.cuh"}
+    assert env.text_value(b"kFast") == 3 and env.text_value(b"sizeof(Pair)") == 8
+    env = fresh()                       # the same answer when kBlock is the first name asked
+    assert env.text_value(b"kBlock") == 128
+    assert sorted(env.globals) == [b"kA", b"kBlock", b"kOwn"] and b"kFast" in env.enums.keys()
+
+
+def test_a_file_without_the_listed_words_lists_nothing():
+    """`kernels` skips parsing a file that has none of the words its records are found by: every
+    case and fixture file with records has one of them."""
+    from pathlib import Path
+
+    from occlint.source import parse
+    from occlint.source.grammar import may_hold_constructs
+
+    root = Path(__file__).resolve().parent.parent
+    files = [*(root / "fixtures").glob("*.cu*"), *(root / "tests" / "source_cases").glob("*.cu*")]
+    assert len(files) > 20
+    for f in files:
+        data = f.read_bytes()
+        sf = parse(data, str(f))
+        if sf.kernels or sf.shared or sf.launches or sf.attributes:
+            assert may_hold_constructs(data), f
+    assert not may_hold_constructs(b"#include <cuda.h>\nint main() { return kBlock; }\n")
+    for text in (b"__global__ void k();", b"__shared__ float s[4];", b"k<<<1, 2>>>();",
+                 b"::cudaFuncSetAttribute(k, a, 0);", b"cudaLaunchKernel(f, g, b, a, 0, 0);"):
+        assert may_hold_constructs(text) and parse(text, "x.cu") != parse(b"", "x.cu"), text
 
 
 def test_demangling_starts_no_process_and_agrees_with_cxxfilt():

@@ -270,51 +270,62 @@ def _compile(files: list[str], args, config):
 
 
 MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among processes (jobs)
+PIECES_PER_JOB = 2                 # taken one by one: a process that finishes early takes more
 
 
-def _shares(files: list[str], jobs: int | None) -> list[list[str]]:
-    """`files` in consecutive runs of about equal size, one per job (a folder's files, which
-    share headers, mostly stay together); one run when the listing is small."""
-    sizes = []
-    for f in files:
-        try:
-            sizes.append(os.path.getsize(f))
-        except OSError:
-            sizes.append(0)
+def _shares(files: list[str], sizes: list[int], jobs: int | None) -> tuple[list[list[str]], int]:
+    """(`files` in consecutive runs of about equal size, how many processes share them): one
+    run when the listing is small, else PIECES_PER_JOB per process (a folder's files, which
+    share headers, mostly stay together)."""
     total = sum(sizes)
-    n = max(1, min(jobs or os.cpu_count() or 1, total // MIN_SHARE_BYTES, len(files)))
+    workers = max(1, min(jobs or os.cpu_count() or 1, total // MIN_SHARE_BYTES, len(files)))
+    n = 1 if workers == 1 else min(len(files), workers * PIECES_PER_JOB)
     shares: list[list[str]] = [[] for _ in range(n)]
     done = 0
     for f, size in zip(files, sizes):
         shares[min(n - 1, done * n // max(total, 1))].append(f)
         done += size
-    return [s for s in shares if s]
+    return [s for s in shares if s], workers
 
 
-def _listing(share: list[str], files: list[str], config, report, all_usage, archs) -> list:
-    """[(records, error line or None)] of each file of `share` (JSON: it may come from a
-    forked process), each parsed with its View among all the run's `files`."""
+def _read_all(files: list[str]) -> dict[str, bytes | str]:
+    """path -> its bytes, or the error line when it cannot be read."""
     from occlint.files import read_regular
+
+    texts: dict[str, bytes | str] = {}
+    for path in files:
+        try:
+            texts[path] = read_regular(path)
+        except OSError as exc:
+            texts[path] = f"cannot read {path}: {exc.strerror or exc}"
+    return texts
+
+
+def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
+             archs, as_json: bool, memo: dict) -> list[str]:
+    """The output of each file of `share` (JSON: it may come from a forked process): its
+    records as `--json` lists them or as lines, each file parsed with its View among all the
+    run's `files` (`memo`: what the views of this process's earlier shares found)."""
     from occlint.source import parse
     from occlint.toolchain.flags import source_views
 
-    views = source_views(files, config, report.includes if report is not None else None, only=share)
+    includes = report.includes if report is not None else None
+    views = source_views(files, config, includes, only=share, memo=memo)
     measured = {u.kernel.split("::")[-1] for u in all_usage}
     out = []
     for path in share:
-        try:
-            data = read_regular(path)
-        except OSError as exc:
-            out.append(([], f"cannot read {path}: {exc.strerror or exc}"))
-            continue
-        sf = parse(data, path, views.get(path))
+        sf = parse(texts[path], path, views.get(path))
         recs = records(sf)
         if all_usage:
             add_compiler_figures(recs, sf, all_usage, config, archs)
         for r in recs:
             if r["kind"] == "launch":
                 r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
-        out.append((recs, None))
+        if as_json:     # as json.dump(all records, indent=1) writes each: one level in
+            out.append(",\n".join(" " + json.dumps(r, indent=1).replace("\n", "\n ")
+                                   for r in recs))
+        else:
+            out.append("".join(format_record(r) + "\n" for r in recs))
     return out
 
 
@@ -334,23 +345,35 @@ def _run(args) -> int:
         where = f"{err.path}:{err.line}" if err.line else err.path
         print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
     from occlint.process import fork_map
+    from occlint.source.grammar import may_hold_constructs
+
+    texts = _read_all(files)
+    # a file without the words a kernel, a shared array, a launch or an API call is written
+    # with lists nothing: it is not parsed (a third of a typical project's files)
+    parsed = [f for f in files if isinstance(texts[f], bytes) and may_hold_constructs(texts[f])]
+    memo: dict = {}
 
     def listing(share: list[str]) -> list:
-        return _listing(share, files, config, report, all_usage, archs)
+        return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo)
 
-    all_records = []
-    for recs, error in (item for part in fork_map(listing, _shares(files, config.jobs))
-                        for item in part):
-        if error:
-            errors.append(error)
-        elif args.json:
-            all_records += recs
-        else:
-            for r in recs:
-                print(format_record(r))
+    shares, workers = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
+    if workers > 1:     # the parser's modules and query, loaded once before the copies fork
+        from occlint.source import parse  # noqa: F401
+        from occlint.source.grammar import file_query
+        from occlint.toolchain.flags import source_views  # noqa: F401
+        file_query()
+    found = dict(zip(parsed, (text for part in fork_map(listing, shares, workers)
+                              for text in part)))
+    parts = []
+    for path in files:
+        if isinstance(texts[path], str):
+            errors.append(texts[path])
+        elif found.get(path):
+            parts.append(found[path])
     if args.json:
-        json.dump(all_records, sys.stdout, indent=1)
-        print()
+        sys.stdout.write("[\n" + ",\n".join(parts) + "\n]\n" if parts else "[]\n")
+    else:
+        sys.stdout.write("".join(parts))
     for e in errors:
         print(f"occlint: error: {e}", file=sys.stderr)
     return 2 if errors else 0

@@ -60,65 +60,76 @@ def declarator_name(node):
     return node
 
 
-_WHOLE = object()       # HeaderBacked._ready: the whole table is asked for, not one name
-
-
 class HeaderBacked(dict):
-    """One of a file's tables (globals, enums, structs) that reads the constants of the project
-    headers the file includes only when first asked for a name it lacks, or for its size or
-    contents: most files never are, and a header's constants cost a parse of it per view.
-    Afterwards it is the same dict eager loading would have made."""
+    """One of a file's tables (globals, enums, structs): its own entries and, for a name it
+    lacks, the entry of the first project header it includes (in include order) that defines
+    the name itself. A header is parsed only when a looked-up name is a word of its text (most
+    lookups are of locals or of names the headers do not have; a header's constants cost a
+    parse of it per view). Reading the whole table (its size, its contents) merges every
+    header's entries. The stored entries stay the file's own."""
 
-    __slots__ = ("_load", "_group")
+    __slots__ = ("_ctx", "_kind", "_found", "_all")
 
-    def __init__(self, own: dict):
+    def __init__(self, own: dict, ctx: Context | None = None, kind: int = 0):
         super().__init__(own)
-        self._load = None
-        self._group: list = []
+        self._ctx, self._kind = ctx, kind
+        self._found: dict = {}          # name -> the headers' entry, or _MISSING
+        self._all: dict | None = None
 
-    def arm(self, group: list, load) -> None:
-        self._load, self._group = load, group
-
-    def _ready(self, key=_WHOLE) -> None:
-        """Fill all three tables (as one eager pass did) before a lookup of a name this one
-        lacks, or before its size or contents (`key` left out) are read."""
-        if self._load is not None and (key is _WHOLE or not dict.__contains__(self, key)):
-            load = self._load
-            for table in self._group:
-                table._load = None
-            load()
+    def _header(self, key):
+        got = self._found.get(key, _NOT_ASKED)
+        if got is _NOT_ASKED:
+            got = self._found[key] = _MISSING if self._ctx is None else \
+                self._ctx.header_entry(self._kind, key)
+        return got
 
     def get(self, key, default=None):
-        self._ready(key)
-        return dict.get(self, key, default)
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        got = self._header(key)
+        return default if got is _MISSING else got
 
     def __contains__(self, key) -> bool:
-        self._ready(key)
-        return dict.__contains__(self, key)
+        return dict.__contains__(self, key) or self._header(key) is not _MISSING
 
     def __getitem__(self, key):
-        self._ready(key)
-        return dict.__getitem__(self, key)
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        got = self._header(key)
+        if got is _MISSING:
+            raise KeyError(key)
+        return got
+
+    def __setitem__(self, key, value) -> None:
+        dict.__setitem__(self, key, value)
+        self._all = None
+
+    def whole(self) -> dict:
+        """Every entry: the file's own, then the headers' for the names it lacks."""
+        if self._all is None:
+            merged = {} if self._ctx is None else dict(self._ctx.headers_tables()[self._kind])
+            merged.update(dict.items(self))
+            self._all = merged
+        return self._all
 
     def __len__(self) -> int:
-        self._ready()
-        return dict.__len__(self)
+        return len(self.whole())
 
     def __iter__(self):
-        self._ready()
-        return dict.__iter__(self)
+        return iter(self.whole())
 
     def items(self):
-        self._ready()
-        return dict.items(self)
+        return self.whole().items()
 
     def keys(self):
-        self._ready()
-        return dict.keys(self)
+        return self.whole().keys()
 
     def values(self):
-        self._ready()
-        return dict.values(self)
+        return self.whole().values()
+
+
+_MISSING = object()
+_NOT_ASKED = object()
 
 
 class Context:
@@ -239,28 +250,29 @@ class Context:
             for node in caps.get("typedef", ()):
                 self._add_typedef(node)
         if self.pp.headers:         # read on the first lookup the file cannot answer itself
-            tables = [HeaderBacked(env.globals), HeaderBacked(env.enums), HeaderBacked(env.structs)]
-            for table in tables:
-                table.arm(tables, self._add_header_constants)
-            env.globals, env.enums, env.structs = tables
+            env.globals, env.enums, env.structs = (
+                HeaderBacked(env.globals, self, 0), HeaderBacked(env.enums, self, 1),
+                HeaderBacked(env.structs, self, 2))
 
-    def _add_header_constants(self):
-        """`const`/`constexpr` integers, enumerators and struct layouts of the project headers
-        the file includes, for names the file does not define itself (each header parsed once
-        per view, with the same conditionals)."""
-        env = self.env
+    def header_entry(self, kind: int, key):
+        """The entry for `key` in table `kind` (0 globals, 1 enums, 2 structs) of the first
+        project header the file includes that defines it, _MISSING when none does. A header
+        whose text cannot hold the key is not parsed."""
+        from occlint.source.preproc import read_header
+
         for path in self.pp.headers[:MAX_CONSTANT_HEADERS]:
-            other = header_context(path, self.view)
-            if other is None:
+            if not _could_be_in(read_header(path) or b"", key):
                 continue
-            for name, defs in other.env.globals.items():
-                if name not in env.globals:
-                    env.globals[name] = list(defs)
-            for name, defs in other.env.enums.items():
-                if name not in env.enums:
-                    env.enums[name] = list(defs)
-            for name, layout in other.env.structs.items():
-                env.structs.setdefault(name, layout)
+            other = header_context(path, self.view)
+            if other is not None:
+                table = (other.env.globals, other.env.enums, other.env.structs)[kind]
+                if dict.__contains__(table, key):
+                    return dict.__getitem__(table, key)
+        return _MISSING
+
+    def headers_tables(self) -> tuple[dict, dict, dict]:
+        """Every entry of the three tables of the project headers the file includes."""
+        return headers_tables(tuple(self.pp.headers[:MAX_CONSTANT_HEADERS]), self.view)
 
     def _add_outside_macros(self):
         """Macros the file does not define itself: those of the project headers it includes
@@ -415,6 +427,29 @@ def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
             out.append(i)
         i = data.find(name, i + n, end)
     return out
+def has_word(data: bytes, word: bytes) -> bool:
+    """`word` occurs in `data` as a whole word (maybe in a comment or a string)."""
+    n = len(word)
+    i = data.find(word)
+    while i != -1:
+        if (i == 0 or data[i - 1] not in _WORD_BYTES) and \
+                (i + n >= len(data) or data[i + n] not in _WORD_BYTES):
+            return True
+        i = data.find(word, i + n)
+    return False
+
+
+def _could_be_in(data: bytes, key) -> bool:
+    """Could a header of text `data` have `key` in its own tables? Every key is written in its
+    text as it stands (a name node's text), and a plain name as a whole word."""
+    name = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else key
+    if not name.isascii():
+        return True             # the header's bytes may differ (undecodable bytes were replaced)
+    if all(c in _WORD_BYTES for c in name):
+        return has_word(data, name)
+    return name in data
+
+
 _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
                 "parenthesized_declarator", "init_declarator"}
 
@@ -484,6 +519,32 @@ def _parsed(data: bytes) -> tuple:
         hit = _PARSED[data] = (tree, file_captures(tree.root_node, data))
     return hit
 _BUILDING: set[tuple] = set()
+_TABLES: dict[tuple, tuple[dict, dict, dict]] = {}
+
+
+def headers_tables(paths: tuple[str, ...], view: View | None) -> tuple[dict, dict, dict]:
+    """`const`/`constexpr` integers, enumerators and struct layouts the project headers `paths`
+    define themselves for `view`, the first header that defines a name winning. Made once per
+    process for the same headers, contents and view, and only read afterwards (shared by every
+    file that includes them)."""
+    from occlint.source.preproc import read_header
+
+    key = (paths, view, tuple(hash(read_header(p)) for p in paths))
+    hit = _TABLES.get(key)
+    if hit is None:
+        own = []
+        for path in paths:
+            other = header_context(path, view)
+            if other is not None:
+                own.append((other.env.globals, other.env.enums, other.env.structs))
+        hit = ({}, {}, {})
+        for tables in reversed(own):        # the first header's entries are written last
+            for into, table in zip(hit, tables):
+                into.update(dict.items(table))
+        if len(_TABLES) > 512:
+            _TABLES.clear()
+        _TABLES[key] = hit
+    return hit
 
 
 def header_context(path: str, view: View | None) -> Context | None:

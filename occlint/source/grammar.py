@@ -50,6 +50,14 @@ FILE_PATTERNS = """
 _API_NAME = re.compile(rb"\b(?:" + b"|".join(sorted((n.encode() for n in API_CALLS),
                                                       key=len, reverse=True)) + rb")\b")
 _KERNEL_HOLDERS = ("function_definition", "declaration", "field_declaration")
+_MARKERS = re.compile(rb"__global__|__shared__|<<<|" + _API_NAME.pattern)
+
+
+def may_hold_constructs(data: bytes) -> bool:
+    """False when `data` has none of the words its kernels, `__shared__` declarations, launches
+    and API calls are found by (`__global__`, `__shared__`, `<<<`, an API_CALLS name): parsing
+    it would find none, so a listing need not."""
+    return _MARKERS.search(data) is not None
 
 
 @cache

@@ -43,7 +43,7 @@ def size_align(type_text: str, structs: dict | None = None) -> tuple[int, int] |
         elem, n = _VECTOR_BASES[m.group(1)], int(m.group(2))
         size = elem * n
         return size, (min(size, 16) if n in (2, 4) else elem)
-    if structs and name in structs:
+    if structs is not None and name in structs:
         return structs[name]
     return None
 

@@ -275,7 +275,7 @@ MAX_PREFIX_INCLUDERS = 4
 
 def source_views(paths: Iterable[str], config: Config,
                  includes: dict[str, tuple[str, ...]] | None = None, *,
-                 only: Iterable[str] | None = None) -> dict:
+                 only: Iterable[str] | None = None, memo: dict | None = None) -> dict:
     """path -> the preprocessor View its source is parsed with (source.preproc): a unit's own
     -D/-U/-I (its compile command, else the configured flags, as occlint compiles it); a
     header's from the configured flags, not complete (the units that include it may add more),
@@ -283,13 +283,14 @@ def source_views(paths: Iterable[str], config: Config,
     up to MAX_PREFIX_INCLUDERS agree on). `includes`: unit -> the files it read (the compiler's
     dependency lists); without them, units among `paths` that name the header in an #include.
     `only`: the views of these of `paths` (a share of a run's files), the others still searched
-    for includers."""
+    for includers; `memo`: a dict kept between the calls for the shares of one run."""
     from occlint.discover import is_header
     from occlint.source.preproc import common_macros, macros_at, read_header, view_from_flags
 
     paths = list(paths)
     wanted = paths if only is None else list(only)
-    units: dict[str, object] = {}
+    memo = {} if memo is None else memo
+    units: dict[str, object] = memo.setdefault("units", {})
 
     def unit_view(unit: str):
         if unit not in units:
@@ -298,7 +299,7 @@ def source_views(paths: Iterable[str], config: Config,
         return units[unit]
 
     out = {}
-    named: dict[str, frozenset] = {}    # unit -> the names its #include lines name (_includers)
+    named: dict[str, frozenset] = memo.setdefault("named", {})  # unit -> its #include names
     for path in wanted:
         if not is_header(path):
             out[path] = unit_view(path)
