@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from pathlib import Path
 
 from occlint.buildfiles import is_build_file
@@ -43,7 +44,8 @@ class GitIgnore:
     """The common subset of .gitignore: globs, `/` anchors, trailing `/` for folders, `!`."""
 
     def __init__(self):
-        self.rules: list[tuple[str, str, bool, bool]] = []   # (base, pattern, negate, dir_only)
+        # (base, test of the path below base and of the name, negate, dir_only)
+        self.rules: list[tuple[str, object, bool, bool]] = []
 
     def add_file(self, folder: str) -> None:
         file = os.path.join(folder, ".gitignore")
@@ -59,27 +61,38 @@ class GitIgnore:
             line = line[1:] if negate else line
             dir_only = line.endswith("/")
             line = line.rstrip("/")
-            self.rules.append((os.path.abspath(folder), line, negate, dir_only))
+            self.rules.append((os.path.abspath(folder), _rule_test(line), negate, dir_only))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         result = False
         full = os.path.abspath(path)
-        for base, pattern, negate, dir_only in self.rules:
+        name = os.path.normcase(os.path.basename(path))
+        for base, test, negate, dir_only in self.rules:
             if dir_only and not is_dir:
                 continue
             rel = _below(full, base)
             if rel is None or rel.startswith(".."):
                 continue
-            if "/" in pattern.lstrip("/"):
-                hit = fnmatch.fnmatch(rel, pattern.lstrip("/")) or \
-                    (pattern.startswith("**/") and fnmatch.fnmatch(rel, pattern[3:]))
-            elif pattern.startswith("/"):
-                hit = fnmatch.fnmatch(rel, pattern[1:])
-            else:
-                hit = fnmatch.fnmatch(os.path.basename(path), pattern)
-            if hit:
+            if test(os.path.normcase(rel), name):
                 result = not negate
         return result
+
+
+def _rule_test(pattern: str):
+    """test(path below the .gitignore's folder, file name) -> does `pattern` match (fnmatch's
+    globs, each compiled once)."""
+    def glob(p: str):
+        return re.compile(fnmatch.translate(os.path.normcase(p))).match
+
+    if "/" in pattern.lstrip("/"):
+        whole = glob(pattern.lstrip("/"))
+        tail = glob(pattern[3:]) if pattern.startswith("**/") else None
+        return lambda rel, _name: bool(whole(rel) or (tail is not None and tail(rel)))
+    if pattern.startswith("/"):
+        anchored = glob(pattern[1:])
+        return lambda rel, _name: bool(anchored(rel))
+    named = glob(pattern)
+    return lambda _rel, name: bool(named(name))
 
 
 def _below(full: str, base: str) -> str | None:

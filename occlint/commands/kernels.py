@@ -259,14 +259,16 @@ def _kernel_occupancy(kernels: dict, facts) -> None:
 
 def _compile(files: list[str], args, config):
     """(UsageReport or None with --no-compile or no .cu file, archs)."""
-    from occlint.toolchain import archs_for, collect_usage, print_notice
+    from occlint.toolchain.flags import archs_for
+
+    if not files or args.no_compile:       # (the compiler's modules are not even imported)
+        return None, tuple(archs_for(config))
+    from occlint.toolchain import collect_usage, print_notice
 
     # units and headers, as `check` compiles them (a header alone through its includers)
-    report = collect_usage(list(files), config, jobs=config.jobs) if files and not args.no_compile else None
-    if report is not None:
-        print_notice(report)
-    archs = report.archs if report is not None else archs_for(config)
-    return report, tuple(archs)
+    report = collect_usage(list(files), config, jobs=config.jobs)
+    print_notice(report)
+    return report, tuple(report.archs)
 
 
 MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among processes (jobs)

@@ -413,12 +413,7 @@ _WORD_BYTES = frozenset(b"_$0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP
 def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
     """Offsets of `name` as a whole word in data[start:end] (may be in comments or strings)."""
     if len(name) < 3:                  # short names: a regex beats many false substring hits
-        pattern = _WORDS.get(name)
-        if pattern is None:
-            if len(_WORDS) > 10_000:
-                _WORDS.clear()
-            pattern = _WORDS[name] = re.compile(rb"\b" + re.escape(name) + rb"\b")
-        return [m.start() for m in pattern.finditer(data, start, end)]
+        return [m.start() for m in _word_pattern(name).finditer(data, start, end)]
     out, n = [], len(name)
     i = data.find(name, start, end)
     while i != -1:
@@ -429,14 +424,16 @@ def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
     return out
 def has_word(data: bytes, word: bytes) -> bool:
     """`word` occurs in `data` as a whole word (maybe in a comment or a string)."""
-    n = len(word)
-    i = data.find(word)
-    while i != -1:
-        if (i == 0 or data[i - 1] not in _WORD_BYTES) and \
-                (i + n >= len(data) or data[i + n] not in _WORD_BYTES):
-            return True
-        i = data.find(word, i + n)
-    return False
+    return word in data and _word_pattern(word).search(data) is not None
+
+
+def _word_pattern(word: bytes) -> re.Pattern:
+    pattern = _WORDS.get(word)
+    if pattern is None:
+        if len(_WORDS) > 10_000:
+            _WORDS.clear()
+        pattern = _WORDS[word] = re.compile(rb"\b" + re.escape(word) + rb"\b")
+    return pattern
 
 
 def _could_be_in(data: bytes, key) -> bool:
