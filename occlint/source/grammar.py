@@ -47,17 +47,17 @@ FILE_PATTERNS = """
 (alias_declaration) @typedef
 (function_definition) @function
 """
-_API_NAME = re.compile(rb"\b(?:" + b"|".join(sorted((n.encode() for n in API_CALLS),
+# "cuda" first, as a literal: a pattern that starts with `\b` tests every byte (5x slower);
+# the word's start is checked on each match (`_api_calls`)
+_API_NAME = re.compile(rb"cuda(?:" + b"|".join(sorted((n.encode()[4:] for n in API_CALLS),
                                                       key=len, reverse=True)) + rb")\b")
 _KERNEL_HOLDERS = ("function_definition", "declaration", "field_declaration")
-_MARKERS = re.compile(rb"__global__|__shared__|<<<|" + _API_NAME.pattern)
-
-
 def may_hold_constructs(data: bytes) -> bool:
     """False when `data` has none of the words its kernels, `__shared__` declarations, launches
     and API calls are found by (`__global__`, `__shared__`, `<<<`, an API_CALLS name): parsing
     it would find none, so a listing need not."""
-    return _MARKERS.search(data) is not None
+    return b"__global__" in data or b"__shared__" in data or b"<<<" in data or \
+        _API_NAME.search(data) is not None
 
 
 @cache
@@ -122,6 +122,8 @@ def _api_calls(root, data: bytes) -> list:
     """Calls whose function is an API_CALLS name, plain or `::`-qualified."""
     out = []
     for m in _API_NAME.finditer(data):
+        if m.start() and (data[m.start() - 1:m.start()].isalnum() or data[m.start() - 1] == 95):
+            continue                    # inside a longer name (`_` is 95)
         node = root.descendant_for_byte_range(m.start(), m.end())
         if node is None or node.type != "identifier" or node.start_byte != m.start() or \
                 node.end_byte != m.end():
