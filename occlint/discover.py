@@ -136,10 +136,10 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
     paths = list(paths) or [config.root]
     cuda: list[str] = []
     builds: list[str] = []
-    seen: set[str] = set()
+    seen: set = set()
 
     def add(path: str, kind: str) -> None:
-        key = os.path.realpath(path)
+        key = _identity(path)
         if key in seen:
             return
         seen.add(key)
@@ -172,6 +172,18 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                 if kind and not ignore.ignored(path, False) and not excluded(path, config):
                     add(os.path.normpath(path), kind)
     return cuda, builds
+
+
+def _identity(path: str):
+    """What makes two names one file: its device and inode (one stat, where realpath lstats every
+    folder of the path), else its resolved path."""
+    try:
+        st = os.stat(path)
+        if st.st_ino:
+            return (st.st_dev, st.st_ino)
+    except OSError:
+        pass
+    return os.path.realpath(path)
 
 
 def _inside(folder: Path, root: str) -> bool:

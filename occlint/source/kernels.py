@@ -187,7 +187,7 @@ def grid_stride(body: str) -> bool:
     if "grid" not in body:
         return False
     body = _COMMENTS.sub(" ", body)
-    if _SYSTEM.search(body):
+    if "_system" in body and _SYSTEM.search(body):     # (every form has the word)
         return False
     if _STEP.search(body):
         return True

@@ -113,13 +113,18 @@ def _nearest(header: str, units: list[str]) -> list[str]:
     return sorted(units, key=score)[:MAX_INCLUDERS]
 
 
-_INCLUDE_NAME = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^">\n]*/)?([^/">\n]+)[">]', re.M)
+# `#` first, not `^` under re.M: the engine then looks for a literal instead of testing every
+# line start; that the `#` starts its line is checked on each match
+_INCLUDE_NAME = re.compile(r'#[ \t]*include[ \t]*[<"](?:[^">\n]*/)?([^/">\n]+)[">]')
 
 
 def included_names(text: str) -> frozenset[str]:
     """The file names (last path part) a text's `#include` lines name: the one reading of
     "does this unit include a file of that name", for `for_headers` and `flags.source_views`."""
-    return frozenset(_INCLUDE_NAME.findall(text)) if "include" in text else frozenset()
+    if "include" not in text:
+        return frozenset()
+    return frozenset(m.group(1) for m in _INCLUDE_NAME.finditer(text)
+                     if not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip(" \t"))
 
 
 def _textual(header: str, config: Config, project_units) -> list[str]:
