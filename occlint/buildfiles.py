@@ -10,16 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
 
+from occlint.files import toml
 from occlint.model import Span
 from occlint.source.text import split_lines
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FLAG = re.compile(r"(?<![\w-])--?maxrregcount(?:\s*=\s*|\s+)?(\d+)?")
 BUILD_NAMES = ("CMakeLists.txt", "Makefile", "makefile", "GNUmakefile", "setup.py",
@@ -224,8 +219,8 @@ def _locate(text: str, strings: list[str], kind: str) -> list[FlagHit]:
 
 def scan_pyproject(text: str) -> list[FlagHit]:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        data = toml().loads(text)
+    except toml().TOMLDecodeError:
         return []
     return _locate(text, _strings(data), "pyproject")
 

@@ -8,21 +8,13 @@ and applies CLI overrides. Any problem is one `OcclintError` line naming the key
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from occlint.errors import OcclintError
-from occlint.files import read_regular
-
+from occlint.files import read_regular, toml
 
 MAX_SECONDS = 86400      # compile-timeout: one day is more than any compile needs
 
@@ -135,8 +127,8 @@ def config_from_table(table: dict, *, root: str | os.PathLike = ".", where: str 
 def parse_inline(text: str) -> dict:
     """`--config "min-occupancy = 0.6"`: one TOML `key = value` pair."""
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        return toml().loads(text)
+    except toml().TOMLDecodeError as exc:
         raise OcclintError(f"--config {text!r} is neither a file nor a TOML `key = value`: {exc}") from None
 
 
@@ -159,12 +151,12 @@ def split_config_options(options) -> tuple[str | None, dict]:
 
 def _read_toml(file: Path) -> dict:
     try:
-        return tomllib.loads(read_regular(file).decode("utf-8"))
+        return toml().loads(read_regular(file).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise OcclintError(f"{file}: not valid UTF-8 (byte {exc.start + 1})") from None
     except OSError as exc:
         raise OcclintError(f"cannot read {file}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except toml().TOMLDecodeError as exc:
         raise OcclintError(f"{file}: invalid TOML: {exc}") from None
 
 
@@ -202,7 +194,7 @@ def _check_key(key: str, where: str) -> str:
     if key in KEYS:
         return key
     known = [*KEYS, *SPECIAL_KEYS]
-    hint = difflib.get_close_matches(key.replace("_", "-").lower(), known, n=1, cutoff=0.6)
+    hint = _close(key.replace("_", "-").lower(), known, n=1, cutoff=0.6)
     suggestion = f"; did you mean `{hint[0]}`?" if hint else f"; known keys: {', '.join(sorted(known))}"
     raise OcclintError(f"{where}: unknown key `{key}`{suggestion}")
 
@@ -283,7 +275,7 @@ def _check_code(code: str, key: str, where: str) -> str:
         return code
     digits = "OCC" + code[3:].replace("O", "0").replace("I", "1").replace("L", "1")
     hint = [digits] if any(c.startswith(digits) for c in registry.RULES) else \
-        difflib.get_close_matches(code, list(registry.RULES), n=1, cutoff=0.6)
+        _close(code, list(registry.RULES), n=1, cutoff=0.6)
     suggestion = f"; did you mean `{hint[0]}`?" if hint else "; see `occlint rules`"
     raise OcclintError(f"{where}: `{key}` names unknown rule code `{code}`{suggestion}")
 
@@ -318,7 +310,7 @@ def _check_gpu(name: str, where: str) -> str:
         gpus.gpu(name)
     except Exception:
         known = list(getattr(gpus, "GPUS", {}) or [])
-        hint = difflib.get_close_matches(name.lower(), [k.lower() for k in known], n=1, cutoff=0.6)
+        hint = _close(name.lower(), [k.lower() for k in known], n=1, cutoff=0.6)
         suggestion = f"; did you mean `{hint[0]}`?" if hint else ""
         raise OcclintError(f"{where}: `gpu` names unknown GPU `{name}`{suggestion}") from None
     return name
@@ -328,3 +320,9 @@ def _build(values: dict, root: Path) -> Config:
     kwargs = {key.replace("-", "_"): value for key, value in values.items()}
     names = {f.name for f in dataclasses.fields(Config)}
     return Config(**{k: v for k, v in kwargs.items() if k in names}, root=str(root))
+
+
+def _close(word: str, choices, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """difflib's close matches (imported only for a misspelt setting)."""
+    import difflib
+    return difflib.get_close_matches(word, choices, n=n, cutoff=cutoff)
