@@ -67,13 +67,14 @@ class GitIgnore:
         result = False
         full = os.path.abspath(path)
         name = os.path.normcase(os.path.basename(path))
+        last, rel = None, None          # a .gitignore's rules are consecutive: one _below each
         for base, test, negate, dir_only in self.rules:
             if dir_only and not is_dir:
                 continue
-            rel = _below(full, base)
-            if rel is None or rel.startswith(".."):
-                continue
-            if test(os.path.normcase(rel), name):
+            if base != last:
+                last, rel = base, _below(full, base)
+                rel = None if rel is None or rel.startswith("..") else os.path.normcase(rel)
+            if rel is not None and test(rel, name):
                 result = not negate
         return result
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from json.encoder import encode_basestring_ascii as _escape
 
 from occlint.commands.options import add_config_arguments, load
 from occlint.commands.summary import plural
@@ -303,6 +304,30 @@ def _read_all(files: list[str]) -> dict[str, bytes | str]:
     return texts
 
 
+def _indented(value, indent: str) -> str:
+    """json.dumps(value, indent=1) at nesting `indent`, the same text in a third of the time
+    (json's indented encoder is pure Python; the strings go through its C escaper)."""
+    if isinstance(value, str):
+        return _escape(value)
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    inner = indent + " "
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        if not value:
+            return "{}"
+        return "{\n" + ",\n".join(f"{inner}{_escape(k)}: {_indented(v, inner)}"
+                                    for k, v in value.items()) + f"\n{indent}}}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + _indented(v, inner) for v in value) + f"\n{indent}]"
+    return json.dumps(value, indent=1).replace("\n", "\n" + indent)    # floats and the rest
+
+
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
              archs, as_json: bool, memo: dict) -> list[str]:
     """The output of each file of `share` (JSON: it may come from a forked process): its
@@ -324,8 +349,7 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
             if r["kind"] == "launch":
                 r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
         if as_json:     # as json.dump(all records, indent=1) writes each: one level in
-            out.append(",\n".join(" " + json.dumps(r, indent=1).replace("\n", "\n ")
-                                   for r in recs))
+            out.append(",\n".join(" " + _indented(r, " ") for r in recs))
         else:
             out.append("".join(format_record(r) + "\n" for r in recs))
     return out
