@@ -144,3 +144,34 @@ def test_fork_map_hands_items_out_one_by_one():
 
     assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
     assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]
+
+
+def test_the_listing_encoder_writes_what_json_writes():
+    # kernels --json formats records with its own indented encoder: the same text as
+    # json.dumps(indent=1), checked on random nested values of every JSON type
+    import random
+
+    from occlint.commands.kernels import _indented
+
+    rng = random.Random(7)
+
+    def value(depth: int):
+        kind = rng.randrange(9 if depth < 4 else 6)
+        if kind == 0:
+            return None
+        if kind == 1:
+            return rng.random() < 0.5
+        if kind == 2:
+            return rng.randrange(-10**20, 10**20)
+        if kind == 3:
+            return rng.choice([0.5, -1e300, float("inf"), float("nan"), 3.0])
+        if kind in (4, 5):
+            return "".join(rng.choice('ab"\\\n\té\u2603\x00/') for _ in range(rng.randrange(6)))
+        if kind == 6:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        if kind == 7:
+            return tuple(value(depth + 1) for _ in range(rng.randrange(3)))
+        return {f"k{i}\"": value(depth + 1) for i in range(rng.randrange(4))}
+
+    for v in [*(value(0) for _ in range(500)), {1: [2, {None: 3}]}, {"a": {True: "b"}}]:
+        assert _indented(v, " ") == json.dumps(v, indent=1).replace("\n", "\n "), v
