@@ -426,7 +426,21 @@ def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
     return out
 def has_word(data: bytes, word: bytes) -> bool:
     """`word` occurs in `data` as a whole word (maybe in a comment or a string)."""
-    return word in data and next(_starting(_word_pattern(word), data), None) is not None
+    if len(word) < 3:
+        return word in data and next(_starting(_word_pattern(word), data), None) is not None
+    return next(_whole(data, word), None) is not None
+
+
+def _whole(data: bytes, word: bytes):
+    """Offsets of `word` (of word characters) in `data` as a whole word: found as bytes, the
+    neighbours tested (no pattern to compile per name)."""
+    n, size = len(word), len(data)
+    i = data.find(word)
+    while i != -1:
+        if (i == 0 or data[i - 1] not in _REGEX_WORD) and \
+                (i + n >= size or data[i + n] not in _REGEX_WORD):
+            yield i
+        i = data.find(word, i + n)
 
 
 _REGEX_WORD = frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -461,14 +475,13 @@ def _header_test(key, kind: int):
         return lambda data: True    # the header's bytes may differ (undecodable ones replaced)
     if not all(c in _WORD_BYTES for c in name):
         return lambda data: name in data
-    defining = _defining(name) if kind != 2 else None
-
     def test(data: bytes) -> bool:
         if not _mentions(data, name):
             return False
         code = _code_of(data)
-        return has_word(code, name) if defining is None else \
-            next(_starting(defining, code), None) is not None
+        if kind == 2:
+            return has_word(code, name)
+        return any(_DEFINED_BY.match(code, i + len(name)) for i in _whole(code, name))
     return test
 
 
@@ -506,17 +519,8 @@ def _code_of(data: bytes) -> bytes:
     return code
 
 
-_DEFINING: dict[bytes, re.Pattern] = {}
-
-
-def _defining(name: bytes) -> re.Pattern:
-    pattern = _DEFINING.get(name)
-    if pattern is None:
-        if len(_DEFINING) > 10_000:
-            _DEFINING.clear()
-        pattern = _DEFINING[name] = re.compile(
-            re.escape(name) + rb"\b\s*(?:[=({\[,}:#]|__attribute__)")
-    return pattern
+# what follows a constant's or an enumerator's name where it is defined (_header_test)
+_DEFINED_BY = re.compile(rb"\s*(?:[=({\[,}:#]|__attribute__)")
 
 
 _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
