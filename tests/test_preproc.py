@@ -385,3 +385,20 @@ def test_one_run_reads_a_header_once_and_outside_it_a_change_is_seen(tmp_path):
         assert preproc.read_header(str(tmp_path / "new.h")) is None
     assert preproc.read_header(str(h)) == b"#define A 22\n"
     assert preproc.read_header(str(tmp_path / "new.h")) == b"#define B 1\n"
+
+
+def test_directive_line_starts_are_the_multiline_patterns():
+    # _line_starts finds what `^[ \t]*(\\\n[ \t]*)*#` under re.M finds, without testing every
+    # byte for `^`: crafted edges (continued blank lines, CRLF, a first line, indentation) and
+    # random texts over the characters that matter
+    import random
+
+    from occlint.source.preproc import _HASH_LINE, _line_starts
+
+    cases = [b"", b"#", b"#a\n#b", b"  \\\n#x\n", b"\\\n#x", b"a\n  \\\r\n \t#y\r\n#z",
+             b"x # y\n  # z\n\t\t#w", b"\n\n#", b" \\\n \\\n #q\n", b"#a\\\n#b\n"]
+    rng = random.Random(3)
+    cases += [bytes(rng.choice(b"# \t\\\n\rab") for _ in range(rng.randrange(40)))
+              for _ in range(3000)]
+    for data in cases:
+        assert list(_line_starts(data)) == [m.start() for m in _HASH_LINE.finditer(data)], data

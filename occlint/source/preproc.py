@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import stat
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -120,14 +121,27 @@ def _logical_line(data: bytes, pos: int, n: int) -> tuple[int, int, bytes]:
 # A physical line that may begin a directive: blanks (and blank lines continued by a backslash)
 # then `#`. Only such lines can match _DIRECTIVE, so the walk skips every other line in C.
 _HASH_LINE = re.compile(rb"^[ \t]*(?:\\\r?\n[ \t]*)*#", re.M)
+# The same after a newline: a literal first, and the blanks possessive where Python has it
+# (3.11), so the engine neither tests every byte for `^` nor backtracks over indentation
+# (33 -> 9 ms on 4.2 MB); the first line is matched on its own.
+_HASH_AFTER_NEWLINE = re.compile(
+    rb"\n[ \t]*+(?:\\\r?\n[ \t]*)*#" if sys.version_info >= (3, 11) else rb"\n[ \t]*(?:\\\r?\n[ \t]*)*#")
+
+
+def _line_starts(data: bytes):
+    """Where `_HASH_LINE.finditer(data)` matches begin."""
+    first = _HASH_LINE.match(data)
+    if first is not None:
+        yield 0
+    for m in _HASH_AFTER_NEWLINE.finditer(data, 0 if first is None else first.end()):
+        yield m.start() + 1
 
 
 def _directive_lines(data: bytes):
     """The logical lines of `data` (as `_lines` yields them) that start with `#`: the only ones
     a directive can be on. A line continuing the one before it is never a start."""
     n = len(data)
-    for m in _HASH_LINE.finditer(data):
-        pos = m.start()
+    for pos in _line_starts(data):
         if pos and (data.endswith(b"\\", 0, pos - 1) or data.endswith(b"\\\r", 0, pos - 1)):
             continue
         yield _logical_line(data, pos, n)
