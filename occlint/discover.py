@@ -9,6 +9,7 @@ matches it (what pre-commit hooks want: they name every changed file).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from pathlib import Path
@@ -79,12 +80,15 @@ class GitIgnore:
         return result
 
 
-def _rule_test(pattern: str):
-    """test(path below the .gitignore's folder, file name) -> does `pattern` match (fnmatch's
-    globs, each compiled once)."""
-    def glob(p: str):
-        return re.compile(fnmatch.translate(os.path.normcase(p))).match
+@functools.lru_cache(maxsize=4096)
+def glob(pattern: str):
+    """fnmatch's test of one glob, compiled once per process (a .gitignore is read by every
+    discovery of its tree)."""
+    return re.compile(fnmatch.translate(os.path.normcase(pattern))).match
 
+
+def _rule_test(pattern: str):
+    """test(path below the .gitignore's folder, file name) -> does `pattern` match."""
     if "/" in pattern.lstrip("/"):
         whole = glob(pattern.lstrip("/"))
         tail = glob(pattern[3:]) if pattern.startswith("**/") else None
