@@ -93,6 +93,24 @@ def test_a_host_compilers_entry_lends_only_paths_macros_and_the_standard(tmp_pat
     assert list(flags) == ["-DUSE_X=1", f"-I{tmp_path}/inc", "-isystem", "/opt/x", "-std=c++17"]
 
 
+def test_a_command_with_an_open_quote_is_its_words_and_is_read_only_when_used(tmp_path):
+    # no shell would run `nvcc -c "a.cu`; its entry still lends its words (was: an internal
+    # error for every file of the project), and an entry nobody asks for is never split
+    (tmp_path / "a.cu").write_text("__global__ void k() {}\nvoid h() { k<<<1, 2>>>(); }\n")
+    (tmp_path / "compile_commands.json").write_text(json.dumps([
+        {"directory": str(tmp_path), "command": 'nvcc -DN=4 -c "a.cu', "file": "a.cu"},
+        {"directory": str(tmp_path), "command": "nvcc -c b.cu", "file": "b.cu"}]))
+    db = database.load(str(tmp_path / "compile_commands.json"))
+    assert all(not isinstance(v, database.Entry) for v in dict.values(db.entries))
+    entry = db.entry_for(str(tmp_path / "a.cu"))
+    assert entry.arguments == ("nvcc", "-DN=4", "-c", '"a.cu')
+    assert sum(isinstance(v, database.Entry) for v in dict.values(db.entries)) == 1
+    r = run_cli("kernels", "a.cu", "--no-compile", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [x["name"] for x in json.loads(r.stdout)] == ["k", "k"]
+
+
+
 @pytest.mark.parametrize(("args", "archs"), [
     (["nvcc", "-arch=sm_90a", "-c", "x.cu"], ["sm_90a"]),
     (["nvcc", "-arch", "sm_100a", "x.cu"], ["sm_100a"]),

@@ -46,7 +46,8 @@ _QUOTED_ESCAPE = re.compile(r'\\(["\\])')
 
 def split_command(command: str) -> list[str]:
     """shlex.split(command), in one regular-expression pass (shlex takes seconds on a large
-    compilation database); shlex itself for what it rejects (an open quote, a final backslash)."""
+    compilation database); shlex itself for what the pass rejects (a final backslash), and the
+    blank-separated words of a command shlex rejects too (an open quote)."""
     words: list[str] = []
     word: list[str] | None = None
     pos, n = 0, len(command)
@@ -55,7 +56,10 @@ def split_command(command: str) -> list[str]:
         if m is None:
             import shlex
 
-            return shlex.split(command)
+            try:
+                return shlex.split(command)
+            except ValueError:      # an open quote: no shell would run it; its words, as written
+                return command.split()
         pos = m.end()
         kind = m.lastindex
         if kind == 5:
@@ -74,11 +78,34 @@ def split_command(command: str) -> list[str]:
     return words
 
 
+class _Entries(dict):
+    """real path -> Entry, each made (its command split) when first read: a project's database
+    has hundreds of entries and a run reads a few of them."""
+
+    def __getitem__(self, real: str) -> Entry:
+        got = dict.__getitem__(self, real)
+        if isinstance(got, Entry):
+            return got
+        directory, item, path, source = got
+        entry = Entry(real, directory, tuple(entry_arguments(item)), path, source)
+        dict.__setitem__(self, real, entry)
+        return entry
+
+    def get(self, real, default=None):
+        return self[real] if dict.__contains__(self, real) else default
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+
 class Database:
     def __init__(self, path: str, raw: list[dict]):
         self.path = path
         self.raw = raw
-        self.entries: dict[str, Entry] = {}          # real path -> first entry (as clangd)
+        self.entries: dict[str, Entry] = _Entries()    # real path -> first entry (as clangd)
         for item in raw:
             directory = str(item.get("directory", "."))
             source = str(item.get("file", ""))
@@ -86,8 +113,7 @@ class Database:
                 continue
             real = os.path.realpath(os.path.join(directory, source))
             if real not in self.entries:
-                self.entries[real] = Entry(real, directory, tuple(entry_arguments(item)), path,
-                                           source)
+                dict.__setitem__(self.entries, real, (directory, item, path, source))
         self._folders: dict[str, list[str]] = {}
         for real in self.entries:
             self._folders.setdefault(os.path.dirname(real), []).append(real)
