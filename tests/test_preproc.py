@@ -313,12 +313,12 @@ def test_an_edited_nested_header_is_walked_again(tmp_path):
     inner.write_text("#define SIZE 1\n")
     text = b'#include "outer.h"\n'
     unit = str(tmp_path / "k.cu")
-    assert scan(text, unit).macros[b"SIZE"] == [b"1"]
-    assert scan(text, unit).macros[b"SIZE"] == [b"1"]
+    assert scan(text, unit).macros[b"SIZE"] == (b"1",)
+    assert scan(text, unit).macros[b"SIZE"] == (b"1",)
     inner.write_text("#define SIZE 22\n")
     st = inner.stat()
     os.utime(inner, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
-    assert scan(text, unit).macros[b"SIZE"] == [b"22"]
+    assert scan(text, unit).macros[b"SIZE"] == (b"22",)
 
 
 def test_replays_respect_the_include_depth_limit(tmp_path):

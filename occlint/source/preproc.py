@@ -90,8 +90,8 @@ class View:
 @dataclass
 class Scan:
     dead: list[tuple[int, int]] = field(default_factory=list)    # byte ranges of the file
-    macros: dict[bytes, list[bytes]] = field(default_factory=dict)   # live object-like definitions
-    fmacros: dict[bytes, list[tuple[tuple[bytes, ...], bytes]]] = field(default_factory=dict)
+    macros: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)   # live object-like definitions
+    fmacros: dict[bytes, tuple[tuple[tuple[bytes, ...], bytes], ...]] = field(default_factory=dict)
     headers: list[str] = field(default_factory=list)            # project headers read
     arch_dependent: bool = False     # a condition reads __CUDA_ARCH__ or a feature macro
     evaluated: int = 0           # conditions decided (true or false)
@@ -181,8 +181,8 @@ class _Effects:
 
     def __init__(self):
         self.sets: dict[bytes, object] = {}
-        self.macros: dict[bytes, list[bytes]] = {}
-        self.fmacros: dict[bytes, list[tuple]] = {}
+        self.macros: dict[bytes, tuple] = {}
+        self.fmacros: dict[bytes, tuple] = {}
         self.headers: list[str] = []
         self.seen: set[str] = set()
         self.once: set[str] = set()
@@ -222,19 +222,28 @@ class _Effects:
         self.unknown += other.unknown
 
 
+# A name's definitions are a tuple in first-seen order, replaced, never changed in place: the
+# tables of a header's recorded walk are then shared by every scan that replays it.
 def _add(into: dict, name: bytes, item) -> None:
-    items = into.setdefault(name, [])
-    if item not in items:
-        items.append(item)
+    items = into.get(name)
+    if items is None:
+        into[name] = (item,)
+    elif item not in items:
+        into[name] = (*items, item)
 
 
 def _merge(into: dict, new: dict) -> None:
-    for name, items in new.items():
-        have = into.get(name)
-        if have is None:
-            into[name] = list(items)
-        else:
-            have += [x for x in items if x not in have]
+    """Add `new`'s definitions to `into`, each name's in first-seen order."""
+    if not into:
+        into.update(new)
+        return
+    both = new.keys() & into.keys()         # few: a Python loop over these only
+    for name in both:
+        have, more = into[name], new[name]
+        if have is not more:
+            into[name] = (*have, *(x for x in more if x not in have))
+    if len(both) < len(new):
+        into.update({name: items for name, items in new.items() if name not in into})
 
 
 class _Record(_Effects):
