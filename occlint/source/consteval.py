@@ -100,15 +100,11 @@ class Env:
     # --- definitions ---------------------------------------------------------------------------
 
     def add_macro(self, name: bytes, body: bytes, params: tuple[bytes, ...] | None = None):
-        body = body.strip()
-        if params is None:
-            bodies = self.macros.setdefault(name, [])
-            if body not in bodies:
-                bodies.append(body)
-        else:
-            defs = self.fmacros.setdefault(name, [])
-            if (params, body) not in defs:
-                defs.append((params, body))
+        body = body.strip()     # (a name's definitions may be a header's shared tuple: rebound)
+        table, item = (self.macros, body) if params is None else (self.fmacros, (params, body))
+        have = table.get(name, ())
+        if item not in have:
+            table[name] = [*have, item]
 
     def snippet(self, body: bytes):
         """(tree, expression node) for a piece of text (a macro body); parsed once per process."""

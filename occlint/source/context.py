@@ -279,13 +279,17 @@ class Context:
     def _add_outside_macros(self):
         """Macros the file does not define itself: those of the project headers it includes
         (live for this view) and the view's -D and predefined ones."""
-        env = self.env
-        for name, bodies in self.pp.macros.items():        # stripped and distinct (preproc)
-            if name not in env.macros and name not in env.fmacros:
-                env.macros[name] = list(bodies)
-        for name, defs in self.pp.fmacros.items():
-            if name not in env.macros and name not in env.fmacros:
-                env.fmacros[name] = list(defs)
+        env = self.env          # (dict copies and key-set operations: a header may define
+        own = env.macros.keys() | env.fmacros.keys()     # thousands; the file, a few)
+        macros = dict(self.pp.macros)                    # stripped and distinct (preproc)
+        for name in own & macros.keys():
+            del macros[name]
+        macros.update(env.macros)
+        fmacros = dict(self.pp.fmacros)
+        for name in fmacros.keys() & (macros.keys() | env.fmacros.keys()):
+            del fmacros[name]
+        fmacros.update(env.fmacros)
+        env.macros, env.fmacros = macros, fmacros
         for name, value in (self.view.predefined().items() if self.view else ()):
             if name not in env.macros and name not in env.fmacros:
                 if isinstance(value, tuple):       # a function-like macro from the includer
