@@ -169,10 +169,24 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
         except OSError:
             return usages, errors, None
         # real paths while the temp links exist; files occlint made in `tmp` are not inputs
-        deps = [os.path.realpath(os.path.join(cwd, d)) for d in deps]
+        deps = [_realpath(os.path.join(cwd, d), tmp) for d in deps]
         real_tmp = os.path.realpath(tmp) + os.sep
         deps = [d for d in deps if not d.startswith(real_tmp)]
     return usages, errors, list(dict.fromkeys([os.path.realpath(unit), *deps]))
+
+
+_REAL: dict[str, str] = {}      # one run's resolved dependency paths (collect_usage clears it)
+
+
+def _realpath(path: str, tmp: str) -> str:
+    """os.path.realpath, remembered for the run outside `tmp`: every arch of a unit, and most
+    units, read the same toolkit headers (a realpath is an lstat per folder of the path)."""
+    if path.startswith(tmp):
+        return os.path.realpath(path)
+    got = _REAL.get(path)
+    if got is None:
+        got = _REAL[path] = os.path.realpath(path)
+    return got
 
 
 def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
@@ -287,6 +301,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
 
     database.forget_folders()
     includers.forget()
+    _REAL.clear()
     if extra_entries is None:
         extra_entries = []
         if os.path.isfile(os.path.join(config.root, "setup.py")):   # libcst only when needed
