@@ -128,8 +128,8 @@ def test_fork_map_hands_items_out_one_by_one():
 
     parent = os.getpid()
 
-    def slow(n):
-        time.sleep(0.05)
+    def slow(n):                # slow here: the copy, once it runs, takes the rest
+        time.sleep(0.05 if os.getpid() == parent else 0)
         return [n, os.getpid()]
 
     got = fork_map(slow, list(range(8)), 2)
@@ -137,7 +137,7 @@ def test_fork_map_hands_items_out_one_by_one():
     assert len({pid for _, pid in got}) == 2
 
     def fails_in_copy_at_three(n):
-        time.sleep(0.05)
+        time.sleep(0.02 if os.getpid() == parent else 0)
         if n == 3 and os.getpid() != parent:
             raise RuntimeError("the copy dies holding item 3")
         return n * 10
