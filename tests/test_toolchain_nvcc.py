@@ -253,3 +253,18 @@ def test_has_include_of_a_new_file_ends_a_remembered_failure(tmp_path, nvcc_path
     (tmp_path / "src" / "alt.h").write_text("#pragma once\n")
     after = collect_usage([str(unit)], config)
     assert after.compiled == 1 and after.errors == []
+
+
+def test_meanwhile_runs_while_the_compiles_do_and_not_on_a_warm_run(tmp_path, nvcc_path):
+    # the engine loads the linter while nvcc runs (one-unit cold runs waited ~40 ms for it);
+    # a run that compiles nothing has nothing to wait for and does not call it
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",),
+                    cache_dir=str(tmp_path / "cache"))
+    called = []
+    first = collect_usage([str(tmp_path / "k.cu")], config, meanwhile=lambda: called.append(1))
+    assert called == [1] and first.compiled == 1
+    again = collect_usage([str(tmp_path / "k.cu")], config, meanwhile=lambda: called.append(2))
+    assert called == [1] and again.cached == 1
+    assert [u.registers for us in again.usages.values() for u in us] == \
+        [u.registers for us in first.usages.values() for u in us]

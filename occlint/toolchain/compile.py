@@ -291,12 +291,14 @@ def _stored(entry: dict | None, unit: str):
 
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
-                  nvcc: Nvcc | None = None, extra_entries: Sequence[dict] | None = None) -> UsageReport:
+                  nvcc: Nvcc | None = None, extra_entries: Sequence[dict] | None = None,
+                  meanwhile=None) -> UsageReport:
     """ptxas's figures for every kernel in the .cu files of `paths`, each unit compiled with its
     own command (`flags.unit_command`) for its own archs. A header given without any unit that
     includes it is measured through its includers (`includers.for_headers`).
     `extra_entries`: compile-database entries of torch extension units (default: the root's
-    setup.py); the compilation database's own entry for a file wins."""
+    setup.py); the compilation database's own entry for a file wins. `meanwhile()`: work
+    this thread does while the first compiles run (it would wait for them otherwise)."""
     from occlint.toolchain import database, includers, libraries
 
     database.forget_folders()
@@ -365,8 +367,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
 
         pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        for item, (usages, errors, deps) in zip(todo, pool.map(work, todo) if pool else (),
-                                                strict=True):
+        done = pool.map(work, todo) if pool else ()
+        if pool and meanwhile is not None:
+            meanwhile()
+        for item, (usages, errors, deps) in zip(todo, done, strict=True):
             unit, arch, _flags, _cwd, key = item
             _raise_if_tool_broken(errors, nvcc)
             results[(unit, arch)] = (usages, errors)
