@@ -261,7 +261,7 @@ class Context:
         from occlint.source.preproc import read_header
 
         test = _header_test(key, kind)
-        for path in self.pp.headers[:MAX_CONSTANT_HEADERS]:
+        for path in self._constant_headers():
             data = read_header(path)
             if data is None or not test(data):
                 continue
@@ -274,7 +274,11 @@ class Context:
 
     def headers_tables(self) -> tuple[dict, dict, dict]:
         """Every entry of the three tables of the project headers the file includes."""
-        return headers_tables(tuple(self.pp.headers[:MAX_CONSTANT_HEADERS]), self.view)
+        return headers_tables(self._constant_headers(), self.view)
+
+    def _constant_headers(self) -> tuple[str, ...]:
+        """The project headers whose constants the file reads, in include order."""
+        return tuple(self.pp.headers[:MAX_CONSTANT_HEADERS])
 
     def _add_outside_macros(self):
         """Macros the file does not define itself: those of the project headers it includes
@@ -420,14 +424,9 @@ def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
     """Offsets of `name` as a whole word in data[start:end] (may be in comments or strings)."""
     if len(name) < 3:                  # short names: a regex beats many false substring hits
         return list(_starting(_word_pattern(name), data, start, end))
-    out, n = [], len(name)
-    i = data.find(name, start, end)
-    while i != -1:
-        if (i == 0 or data[i - 1] not in _WORD_BYTES) and \
-                (i + n >= len(data) or data[i + n] not in _WORD_BYTES):
-            out.append(i)
-        i = data.find(name, i + n, end)
-    return out
+    return list(_whole(data, name, start, end, _WORD_BYTES))
+
+
 def has_word(data: bytes, word: bytes) -> bool:
     """`word` occurs in `data` as a whole word (maybe in a comment or a string)."""
     if len(word) < 3:
@@ -435,18 +434,21 @@ def has_word(data: bytes, word: bytes) -> bool:
     return next(_whole(data, word), None) is not None
 
 
-def _whole(data: bytes, word: bytes):
-    """Offsets of `word` (of word characters) in `data` as a whole word: found as bytes, the
-    neighbours tested (no pattern to compile per name)."""
+def _whole(data: bytes, word: bytes, start: int = 0, end: int | None = None, chars=None):
+    """Offsets of `word` (of word characters) in data[start:end] as a whole word, next to none
+    of `chars` (default: the regex's \\w): found as bytes, the neighbours tested (no pattern to
+    compile per name)."""
+    chars = _REGEX_WORD if chars is None else chars
     n, size = len(word), len(data)
-    i = data.find(word)
+    end = size if end is None else end
+    i = data.find(word, start, end)
     while i != -1:
-        if (i == 0 or data[i - 1] not in _REGEX_WORD) and \
-                (i + n >= size or data[i + n] not in _REGEX_WORD):
+        if (i == 0 or data[i - 1] not in chars) and (i + n >= size or data[i + n] not in chars):
             yield i
-        i = data.find(word, i + n)
+        i = data.find(word, i + n, end)
 
 
+# the regex's \w (no `$`, which _WORD_BYTES counts as a name's)
 _REGEX_WORD = frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
@@ -479,6 +481,7 @@ def _header_test(key, kind: int):
         return lambda data: True    # the header's bytes may differ (undecodable ones replaced)
     if not all(c in _WORD_BYTES for c in name):
         return lambda data: name in data
+
     def test(data: bytes) -> bool:
         if not _mentions(data, name):
             return False
