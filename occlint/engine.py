@@ -302,9 +302,8 @@ def _load_the_linter() -> None:
     try:
         from occlint import checks, registry  # noqa: F401
         from occlint.facts import build_facts  # noqa: F401
-        from occlint.source import parse  # noqa: F401
-        from occlint.source.grammar import file_query
-        file_query()
+        from occlint.source.grammar import load_parser
+        load_parser()
     except Exception:       # noqa: BLE001 - only a head start: the lint imports them anyway
         pass
 

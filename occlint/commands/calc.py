@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from occlint.commands.summary import plural
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", help="sm_90, 9.0, compute_90, ...; a comma list gives one answer "
@@ -119,10 +121,6 @@ def _table(rows, key: str, key_label: str) -> list[str]:
         out.append(f"  {getattr(row, key):>9}  {occ.active_blocks:>6}  {occ.active_warps:>5}  "
                    f"{occ.occupancy:>9.1%}  {lim}")
     return out
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
 
 
 def run(args) -> int:

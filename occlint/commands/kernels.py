@@ -174,7 +174,7 @@ def format_record(r: dict) -> str:
             derived = sum(1 for i in r["indices"] if i["thread_derived"])
             text += f"; {derived}/{len(r['indices'])} subscripts thread-derived"
         if r["other_uses"]:
-            text += f"; {r['other_uses']} other use{'' if r['other_uses'] == 1 else 's'}"
+            text += f"; {plural(r['other_uses'], 'other use')}"
         return text
     if kind == "launch":
         block = "runtime" if r["runtime_block"] else _n(r["block"])
@@ -383,11 +383,10 @@ def _run(args) -> int:
         return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo)
 
     shares, workers = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
-    if workers > 1:     # the parser's modules and query, loaded once before the copies fork
-        from occlint.source import parse  # noqa: F401
-        from occlint.source.grammar import file_query
+    if workers > 1:     # loaded once, before the copies fork
+        from occlint.source.grammar import load_parser
         from occlint.toolchain.flags import source_views  # noqa: F401
-        file_query()
+        load_parser()
     found = dict(zip(parsed, (text for part in fork_map(listing, shares, workers)
                               for text in part)))
     parts = []

@@ -52,6 +52,8 @@ FILE_PATTERNS = """
 _API_NAME = re.compile(rb"cuda(?:" + b"|".join(sorted((n.encode()[4:] for n in API_CALLS),
                                                       key=len, reverse=True)) + rb")\b")
 _KERNEL_HOLDERS = ("function_definition", "declaration", "field_declaration")
+
+
 def may_hold_constructs(data: bytes) -> bool:
     """False when `data` has none of the words its kernels, `__shared__` declarations, launches
     and API calls are found by (`__global__`, `__shared__`, `<<<`, an API_CALLS name): parsing
@@ -63,6 +65,14 @@ def may_hold_constructs(data: bytes) -> bool:
 @cache
 def file_query() -> Query:
     return Query(LANGUAGE, FILE_PATTERNS)
+
+
+def load_parser() -> None:
+    """Import the parser's modules and build the query now: before a listing forks its copies
+    (which then inherit them), or while nvcc runs (instead of after the last compile)."""
+    import occlint.source.build  # noqa: F401
+
+    file_query()
 
 
 def file_captures(root, data: bytes) -> dict[str, list]:
