@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING

@@ -238,7 +238,8 @@ def fork_map(fn, items: list, workers: int | None = None) -> list:
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) == 0:
             try:
-                done.update((int(i), v) for i, v in json.loads(data.decode("utf-8", "surrogateescape")).items())
+                got = json.loads(data.decode("utf-8", "surrogateescape"))
+                done.update((int(i), v) for i, v in got.items())
             except ValueError:
                 pass
     return [done[i] if i in done else fn(item) for i, item in enumerate(items)]
@@ -248,7 +249,8 @@ _MAX_TICKETS = 4096       # 16 KiB of numbers: within any pipe's buffer, so writ
 
 
 def _take_all(fn, items: list, take: int) -> dict:
-    """{number: fn(item)} for each item this process takes from the `take` pipe until it is empty."""
+    """{number: fn(item)} for each item this process takes from the `take` pipe, until none is
+    left."""
     out = {}
     while True:
         got = os.read(take, 4)

@@ -507,7 +507,8 @@ def _mentions(data: bytes, name: bytes) -> bool:
 
 
 _CODE: dict[bytes, bytes] = {}
-_COMMENT_OR_LITERAL = re.compile(rb"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+_COMMENT_OR_LITERAL = re.compile(
+    rb"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 
 
 def _code_of(data: bytes) -> bytes:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 import stat
+import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -90,7 +90,7 @@ class View:
 @dataclass
 class Scan:
     dead: list[tuple[int, int]] = field(default_factory=list)    # byte ranges of the file
-    macros: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)   # live object-like definitions
+    macros: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)   # live object-like macros
     fmacros: dict[bytes, tuple[tuple[tuple[bytes, ...], bytes], ...]] = field(default_factory=dict)
     headers: list[str] = field(default_factory=list)            # project headers read
     arch_dependent: bool = False     # a condition reads __CUDA_ARCH__ or a feature macro
@@ -124,8 +124,8 @@ _HASH_LINE = re.compile(rb"^[ \t]*(?:\\\r?\n[ \t]*)*#", re.M)
 # The same after a newline: a literal first, and the blanks possessive where Python has it
 # (3.11), so the engine neither tests every byte for `^` nor backtracks over indentation
 # (33 -> 9 ms on 4.2 MB); the first line is matched on its own.
-_HASH_AFTER_NEWLINE = re.compile(
-    rb"\n[ \t]*+(?:\\\r?\n[ \t]*)*#" if sys.version_info >= (3, 11) else rb"\n[ \t]*(?:\\\r?\n[ \t]*)*#")
+_HASH_AFTER_NEWLINE = re.compile(rb"\n[ \t]*+(?:\\\r?\n[ \t]*)*#" if sys.version_info >= (3, 11)
+                                 else rb"\n[ \t]*(?:\\\r?\n[ \t]*)*#")
 
 
 def _line_starts(data: bytes):
