@@ -310,7 +310,9 @@ def fix_all_action(uri: str, source: str, findings: list[Finding]) -> lsp.CodeAc
         fixed = fixed.replace("\n", "\r\n")
     end = lsp.Position(line=len(split_lines(source, keepends=True)), character=0)
     edit = lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0), end=end), new_text=fixed)
-    return lsp.CodeAction(title=f"occlint: apply {len(applied)} safe fix{'es' * (len(applied) != 1)}",
+    from occlint.commands.summary import plural
+
+    return lsp.CodeAction(title=f"occlint: apply {plural(len(applied), 'safe fix', 'safe fixes')}",
                           kind=FIX_ALL, edit=lsp.WorkspaceEdit(changes={uri: [edit]}))
 
 

@@ -30,5 +30,7 @@ def run(args) -> int:
     if result.errors:
         return 2
     n = baseline.write(result.findings, args.file, root=config.root, sources=result.sources)
-    print(f"Wrote {n} finding{'s' * (n != 1)} to {args.file}.", file=sys.stderr)
+    from occlint.commands.summary import plural
+
+    print(f"Wrote {plural(n, 'finding')} to {args.file}.", file=sys.stderr)
     return 0

@@ -49,5 +49,7 @@ def run(args) -> int:
         for key, configs in lock.site_occupancy(facts.sites).items():
             occupancy.setdefault(key, set()).update(configs)
     n = lock.write(usages, launches, args.file, occupancy=occupancy)
-    print(f"Wrote {n} kernel instantiation{'s' * (n != 1)} x arch to {args.file}.", file=sys.stderr)
+    from occlint.commands.summary import plural
+
+    print(f"Wrote {plural(n, 'kernel instantiation')} x arch to {args.file}.", file=sys.stderr)
     return 0

@@ -122,6 +122,7 @@ def _html(args, config) -> int:
         raise OcclintError(f"cannot write {args.html}: {exc.strerror or exc}") from None
     kernels = len(model.kernels)
     n = len(result.findings)
-    print(f"Wrote {args.html}: {kernels} kernel{'s' * (kernels != 1)}, {n} finding{'s' * (n != 1)}.",
-          file=sys.stderr)
+    from occlint.commands.summary import plural
+
+    print(f"Wrote {args.html}: {plural(kernels, 'kernel')}, {plural(n, 'finding')}.", file=sys.stderr)
     return 2 if result.errors else 0
