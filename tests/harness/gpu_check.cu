@@ -6,7 +6,11 @@
 //   D major minor smCount maxThreadsPerSM regsPerSM regsPerBlock smemPerSM smemPerBlock optin reserved
 //   A kernel numRegs staticSmem maxDynAttr carveout blockSize dynamicSmem activeBlocks
 //   P kernel numRegs staticSmem maxDynAttr minGridSize blockSize
+// `gpu_check launch` instead launches each kernel at a few configurations (opted in to the
+// device's dynamic shared memory maximum), for Nsight Compute (tests/harness/gpu_ncu.py):
+//   L kernel numRegs staticSmem maxDynAttr blockSize dynamicSmem
 #include <cstdio>
+#include <cstring>
 #include <cuda_runtime.h>
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
@@ -66,11 +70,38 @@ int probe(const char* name, const cudaDeviceProp& p) {
     return 0;
 }
 
-#define PROBE(S, L) if (probe<S, L>("k_" #S "_" #L, p)) return 1;
+template <int SMEM, int LIVE>
+int launch(const char* name, const cudaDeviceProp& p, float* buf) {
+    auto f = k<SMEM, LIVE>;
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, f));
+    const int maxdyn = (int)p.sharedMemPerBlockOptin - (int)a.sharedSizeBytes;
+    CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, maxdyn));
+    const int configs[][2] = {{128, 0}, {256, 0}, {1024, 0}, {96, 20000}, {256, 50000},
+                              {512, 100000}};
+    for (const auto& c : configs) {
+        if (c[0] > a.maxThreadsPerBlock || c[1] > maxdyn) continue;
+        k<SMEM, LIVE><<<2, c[0], c[1]>>>(buf, 1);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        std::printf("L %s %d %zu %d %d %d\n", name, a.numRegs, a.sharedSizeBytes, maxdyn, c[0],
+                    c[1]);
+    }
+    return 0;
+}
 
-int main() {
+#define PROBE(S, L) if (launching ? launch<S, L>("k_" #S "_" #L, p, buf) \
+                                  : probe<S, L>("k_" #S "_" #L, p)) return 1;
+
+int main(int argc, char** argv) {
+    const bool launching = argc > 1 && std::strcmp(argv[1], "launch") == 0;
     cudaDeviceProp p;
     CHECK(cudaGetDeviceProperties(&p, 0));
+    float* buf = nullptr;
+    if (launching) {
+        CHECK(cudaMalloc(&buf, 256 * 1024 * sizeof(float)));
+        CHECK(cudaMemset(buf, 0, 256 * 1024 * sizeof(float)));
+    }
     std::printf("D %d %d %d %d %d %d %zu %zu %zu %zu\n", p.major, p.minor, p.multiProcessorCount,
                 p.maxThreadsPerMultiProcessor, p.regsPerMultiprocessor, p.regsPerBlock,
                 p.sharedMemPerMultiprocessor, p.sharedMemPerBlock, p.sharedMemPerBlockOptin,
