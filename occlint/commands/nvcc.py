@@ -67,17 +67,32 @@ def record(cmd: list[str]) -> str | None:
         data = fh.read()
     if data[:4] != b"\x7fELF" and data[:4] != b"\x50\xed\x55\xba":
         return None
-    from occlint.toolchain.cubin import LACKS, cubin_records, object_cubins
+    from occlint.toolchain.cubin import LACKS, cubin_records, needs_link, object_cubins
     from occlint.toolchain.sidecar import write_sidecar
     scan = object_cubins(data)
     records = []
     for arch, cubin in scan.cubins:
+        if needs_link(cubin):           # -rdc: the figures are the device link's
+            from occlint.toolchain.devlink import linked_image
+
+            cubin, why = linked_image(cubin, arch, _bin_dir(cmd[0]), 60.0)
+            if why:
+                print(f"occlint: warning: {obj}: the relocatable device code for {arch} does "
+                      f"not link alone ({why}); its figures are ptxas's before the device link",
+                      file=sys.stderr)
         records.extend(cubin_records(cubin, arch))
     path = write_sidecar(obj, sources, records, LACKS, scan.compressed, depfile_includes(cmd))
     if scan.compressed:
         print(f"occlint: warning: {obj}: compressed cubins for {', '.join(scan.compressed)} "
               "skipped (install `zstandard` to read them)", file=sys.stderr)
     return path
+
+
+def _bin_dir(compiler: str) -> str:
+    """The folder of the real nvcc the build ran (its nvlink is beside it)."""
+    import shutil
+
+    return os.path.dirname(os.path.realpath(shutil.which(compiler) or compiler))
 
 
 def depfile_includes(cmd: list[str]) -> list[str]:

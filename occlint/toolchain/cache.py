@@ -26,8 +26,9 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.files import read_regular
 
-FORMAT = 4          # 2: usages carry the cubin's launch attributes; 3: remembered failures;
-                    # 4: dependency lists stored once, named by their hash
+FORMAT = 5          # 2: usages carry the cubin's launch attributes; 3: remembered failures;
+                    # 4: dependency lists stored once, named by their hash; 5: -rdc units'
+                    # figures from the device-linked cubin (toolchain.devlink)
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
 MAX_BYTES = 256 * 1024 * 1024
 

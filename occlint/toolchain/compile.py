@@ -144,7 +144,8 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
         if code is None:
             msg = f"compiling for {arch} timed out after {timeout:g} s"
             return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
-        usages = with_cubin_attributes(parse_usage(out, arch, unit), Path(tmp, "x.cubin"))
+        usages = with_cubin_attributes(parse_usage(out, arch, unit), Path(tmp, "x.cubin"),
+                                       link=(arch, nvcc.bin_dir, timeout))
         errors = [
             CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
                          e.arch, e.kind, e.kernel, unit)
@@ -205,17 +206,42 @@ def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
     return fingerprint(names, out, depfile, cwd, tmp)
 
 
-def with_cubin_attributes(usages: list[Usage], cubin: Path) -> list[Usage]:
+def with_cubin_attributes(usages: list[Usage], cubin: Path,
+                          link: tuple[str, str, float] | None = None) -> list[Usage]:
     """ptxas's usages, each with its launch attributes from the cubin ptxas wrote (matched by
-    mangled name); unchanged when the cubin is missing or unreadable."""
-    from occlint.toolchain.cubin import CubinError, cubin_records, launch_attributes
+    mangled name); unchanged when the cubin is missing or unreadable. With `link` (arch, the
+    toolkit's bin folder, timeout), a relocatable cubin whose code refers to symbols is linked
+    first (toolchain.devlink), and the linked kernels' registers, static shared memory,
+    barriers and stack frame replace ptxas's (its spill figures stay)."""
+    from occlint.toolchain.cubin import (FIGURES, CubinError, cubin_records, launch_attributes,
+                                         needs_link)
 
     try:
-        records = {r["mangled"]: r for r in cubin_records(cubin.read_bytes())}
+        data = cubin.read_bytes()
+        linked = False
+        if link is not None and needs_link(data):
+            from occlint.toolchain.devlink import link as device_link
+
+            path, why = device_link(str(cubin), *link)
+            if path:
+                data, linked = Path(path).read_bytes(), True
+            elif usages:
+                WARNINGS.add(f"{usages[0].unit}: its relocatable device code (-rdc) does not "
+                             f"link alone for {link[0]} ({why}); its kernels' figures are "
+                             "ptxas's before the device link, which can add shared memory "
+                             "and registers")
+        records = {r["mangled"]: r for r in cubin_records(data)}
     except (OSError, CubinError, struct.error, ValueError, IndexError):
         return usages
-    return [replace(u, **launch_attributes(records[u.mangled])) if u.mangled in records else u
-            for u in usages]
+    out = []
+    for u in usages:
+        r = records.get(u.mangled)
+        if r is None:
+            out.append(u)
+        else:
+            figures = {k: r[k] for k in FIGURES} if linked else {}
+            out.append(replace(u, **figures, **launch_attributes(r)))
+    return out
 
 
 def _usage_to_json(u: Usage) -> dict:

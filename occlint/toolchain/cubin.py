@@ -2,8 +2,10 @@
 cubin ELF. Figures: registers (EIATTR_REGCOUNT, else `.text.<k>` sh_info >> 24), barriers
 (EIATTR_NUM_BARRIERS in `.nv.info.<k>`), static shared memory (size of `.nv.shared.<k>`, less
 the 1 KiB of reserved system shared memory that sm_90+ cubins place in it, marked by a
-`.nv.shared.reserved.*` section), stack frame (EIATTR_FRAME_SIZE). The ELF does not record
-spill stores/loads: those stay 0 and the sidecar lists them under "lacks".
+`.nv.shared.reserved.*` section, or in an nvlink-linked image by the `.nv.reservedSmem*`
+symbol), stack frame (EIATTR_FRAME_SIZE). The ELF does not record spill stores/loads: those
+stay 0 and the sidecar lists them under "lacks". A relocatable cubin (-rdc) has its shared
+memory laid out only by the device link (`needs_link`, toolchain.devlink).
 
 What ptxas decided about the kernel's launch, from `.nv.info.<k>` (ATTRIBUTES):
   max_threads         EIATTR_MAX_THREADS (x*y*z): `__launch_bounds__`'s first argument; else
@@ -128,13 +130,26 @@ def object_cubins(obj: bytes) -> FatbinScan:
     if obj[:4] == struct.pack("<I", FATBIN_MAGIC):
         return fatbin_cubins(obj)
     secs = sections(obj)
-    fat = [s for s in secs if s.name == ".nv_fatbin"]
+    fat = [s for s in secs if s.name in (".nv_fatbin", "__nv_relfatbin")]   # the latter: -rdc
     if not fat:
         if any(s.name.startswith(".nv.info") for s in secs):
             return FatbinScan([(cubin_arch(obj), obj)], [])
         return FatbinScan([], [])
     s = fat[0]
     return fatbin_cubins(obj[s.offset:s.offset + s.size])
+
+
+def relocatable(cubin: bytes) -> bool:
+    """An ELF ET_REL cubin: what ptxas writes for relocatable device code (-rdc, -dc)."""
+    return cubin[:4] == b"\x7fELF" and struct.unpack_from("<H", cubin, 16)[0] == 1
+
+
+def needs_link(cubin: bytes) -> bool:
+    """Whether the device link can change a kernel's figures in this cubin: it is relocatable
+    and its code refers to symbols (shared variables, called functions, globals). One with no
+    relocations in its code links to the same kernels."""
+    return relocatable(cubin) and any(
+        s.name.startswith((".rela.text.", ".rel.text.")) for s in sections(cubin))
 
 
 def cubin_arch(cubin: bytes) -> str:
@@ -243,7 +258,11 @@ def cubin_records(cubin: bytes, arch: str | None = None) -> list[dict]:
             elif attr == EIATTR_MAX_STACK_SIZE:
                 max_stack[name] = val
     entries = {name for name, other in syms if other & STO_CUDA_ENTRY}
-    reserved = any(s.name.startswith(".nv.shared.reserved.") for s in secs)
+    # the reserve sits in `.nv.shared.<k>`: ptxas marks it with a section; nvlink, which
+    # merges that section, leaves the symbol (a relocatable cubin has the symbol, not the
+    # reserve)
+    reserved = any(s.name.startswith(".nv.shared.reserved.") for s in secs) or (
+        not relocatable(cubin) and any(n.startswith(".nv.reservedSmem") for n, _o in syms))
     out = []
     for sec in secs:
         if not sec.name.startswith(".nv.info."):
