@@ -10,9 +10,11 @@ no network) raises `Unavailable`; tests turn that into a skip, or a failure when
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -23,7 +25,7 @@ class Unavailable(RuntimeError):
 
 def _apt(*args: str, timeout: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run(["apt-get", *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=600", *args], capture_output=True, text=True, timeout=timeout,
                           env=env)
 
 
@@ -32,7 +34,12 @@ def ensure_debian_package(package: str, binary: str, *, timeout: float = 900) ->
     found = shutil.which(binary)
     if found:
         return found
-    install_debian_package(package, timeout=timeout)
+    # one install at a time across the suite's worker processes (dpkg holds a lock, and a
+    # second apt-get fails at once instead of waiting); the first may install it for us
+    with open(os.path.join(tempfile.gettempdir(), "occlint-tests-apt.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shutil.which(binary) is None:
+            install_debian_package(package, timeout=timeout)
     found = shutil.which(binary)
     if found is None:
         raise Unavailable(f"apt-get installed {package} but `{binary}` is not on PATH")
