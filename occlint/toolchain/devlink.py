@@ -41,7 +41,9 @@ def link(cubin: str, arch: str, bin_dir: str, timeout: float) -> tuple[str | Non
     if code == 0 and os.path.isfile(out):
         return out, ""
     said = text.decode("utf-8", "replace")
-    first = next((m.group(1) for m in re.finditer(r"nvlink error\s*:\s*(.*)", said)), None)
+    # "Undefined reference to 'f' in '/tmp/occlint-.../x.cubin'": the temp path says nothing
+    first = next((re.sub(r" in '[^']*'$", "", m.group(1).strip())
+                  for m in re.finditer(r"nvlink error\s*:\s*(.*)", said)), None)
     return None, (first or ("timed out" if code is None else f"exit {code}")).strip()[:300]
 
 
