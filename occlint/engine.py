@@ -299,10 +299,11 @@ def _load_the_linter() -> None:
     """While nvcc runs: import the parser, the facts and the rules and build the tree-sitter
     query, which the lint after the compiles needs (~40 ms a cold one-file run waited for)."""
     try:
-        from occlint import checks, registry  # noqa: F401
+        from occlint import checks, occupancy, registry  # noqa: F401
         from occlint.facts import build_facts  # noqa: F401
         from occlint.source.grammar import load_parser
         load_parser()
+        occupancy.prepare_all()
     except Exception:       # noqa: BLE001 - only a head start: the lint imports them anyway
         pass
 

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = """
 import occlint.engine, occlint.source, occlint.source.grammar as g
 print(g.file_query.cache_info().currsize)
@@ -241,3 +243,37 @@ print(all(callable(f) and not hasattr(f, "__path__") and type(f).__name__ != "mo
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["True"]
+
+
+def test_thread_map_yields_in_order_raises_at_its_turn_and_stops():
+    import threading
+    import time
+
+    from occlint.process import thread_map
+
+    def slow_first(i):
+        time.sleep(0.05 if i == 0 else 0)
+        if i == 3:
+            raise ValueError("three")
+        return i * i
+
+    results = []
+    with pytest.raises(ValueError, match="three"):
+        for value in thread_map(slow_first, list(range(6)), 2):
+            results.append(value)
+    assert results == [0, 1, 4]
+
+    started = []
+    gate = threading.Event()
+
+    def blocked(i):
+        started.append(i)
+        gate.wait(5)
+        return i
+
+    pool = thread_map(blocked, list(range(10)), 2)
+    time.sleep(0.05)
+    pool.stop()
+    gate.set()
+    pool.join()
+    assert sorted(started) == [0, 1]          # the queued items never started

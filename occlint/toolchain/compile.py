@@ -9,6 +9,7 @@ import re
 import struct
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -18,7 +19,7 @@ from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
 from occlint.files import is_regular
-from occlint.process import kill_all
+from occlint.process import kill_all, thread_map
 from occlint.process import run as run_process
 from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
@@ -101,10 +102,11 @@ def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: 
             f"-Xcompiler=-MD,-MF,{deps}", "-o", os.path.join(outdir, "x.cubin"), path]
 
 
-def run_with_timeout(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
+def run_with_timeout(cmd: list[str], cwd: str, timeout: float,
+                     started=None) -> tuple[int | None, str]:
     """(exit code or None on timeout, stdout+stderr). nvcc runs in its own process group, and
     the whole group is killed on timeout and dies with occlint (occlint.process)."""
-    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd)
+    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd, started=started)
     return code, out.decode("utf-8", "replace")
 
 
@@ -119,10 +121,11 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
 
 
 def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, timeout: float,
-                *, failures: bool = False
+                *, failures: bool = False, started=None
                 ) -> tuple[list[Usage], list[CompileError], list[str] | Failure | None]:
     """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable; with
     `failures`, a Failure when a header is missing: one more preprocessing run finds it).
+    `started()` is called once nvcc runs.
     nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
     found = non_regular_input(unit, flags, cwd)
@@ -137,7 +140,7 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
         WARNINGS.update(st.warnings)
         cmd = compile_command(nvcc, st.source, arch, st.flags, tmp)
         try:
-            code, out = run_with_timeout(cmd, cwd, timeout)
+            code, out = run_with_timeout(cmd, cwd, timeout, started)
         except OSError as exc:
             return [], [CompileError(unit, None, None, f"cannot run nvcc: {exc}", arch, "nvcc",
                                      None, unit)], None
@@ -380,21 +383,31 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             else:
                 todo.append((unit, arch, flags, cwd, key))
 
+    # `meanwhile` (Python work, holding the GIL) starts once the first compiles run: started
+    # at once, it delayed their staging and spawning by ~10 ms
+    running = threading.Semaphore(0)
+
     def work(item):
         unit, arch, flags, cwd, _key = item
-        return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
-                           failures=cache is not None)
+        once = [running.release]
+
+        def started():
+            if once:
+                once.pop()()
+        try:
+            return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
+                               failures=cache is not None, started=started)
+        finally:
+            started()           # no compile ran (an unreadable input): count it all the same
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
     WARNINGS.clear()
-    pool = None
-    if todo:               # a warm run compiles nothing and does not import the pool either
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(max_workers=workers)
+    pool = thread_map(work, todo, workers) if todo else None
     try:
-        done = pool.map(work, todo) if pool else ()
+        done = iter(pool) if pool else ()
         if pool and meanwhile is not None:
+            for _ in range(min(workers, len(todo))):
+                running.acquire(timeout=5)
             meanwhile()
         for item, (usages, errors, deps) in zip(todo, done, strict=True):
             unit, arch, _flags, _cwd, key = item
@@ -419,11 +432,11 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                     })
     except BaseException:  # Ctrl-C, SIGTERM or a broken tool: drop queued compiles, kill running ones
         if pool:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.stop()
         kill_all()
         raise
     if pool:
-        pool.shutdown()
+        pool.join()
     if cache and cache.refused:
         WARNINGS.add(f"the compile cache is off: {cache.root} is not a folder occlint created "
                      "(no CACHEDIR.TAG from occlint); set `cache-dir` to a folder that does not "

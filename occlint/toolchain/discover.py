@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -38,12 +39,14 @@ class Nvcc:
 
     @cached_property
     def host_version(self) -> str:
+        _await_prefetch(self)
         return host_compiler_version(self.host_compiler, self.probe_cache, self.timeout)
 
     @property
     def archs(self) -> tuple[str, ...]:
         """`sm_XX` targets this nvcc compiles, from `nvcc --list-gpu-arch`."""
         if self._archs is None:
+            _await_prefetch(self)
             out = _run([self.path, "--list-gpu-arch"], self.probe_cache, timeout=self.timeout)
             found = re.findall(r"compute_(\w+)", out)
             self._archs = tuple(f"sm_{a}" for a in sorted(set(found), key=_arch_key))
@@ -80,16 +83,47 @@ def _is_exe(path: str | os.PathLike) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
+_PREFETCH: dict[str, list[threading.Thread]] = {}   # real nvcc -> the threads probing ahead
+
+
+def _prefetch(nvcc: Nvcc) -> None:
+    """Ask `--list-gpu-arch` and the host compiler's version, each in a thread, while the
+    caller plans the compiles (a cold run waited for each in turn before its first compile);
+    `archs` and `host_version` wait for them, and the answers are remembered (probe.run)."""
+    jobs = [lambda: _run([nvcc.path, "--list-gpu-arch"], nvcc.probe_cache, timeout=nvcc.timeout),
+            lambda: host_compiler_version(nvcc.host_compiler, nvcc.probe_cache, nvcc.timeout)]
+    threads = [threading.Thread(target=job, name="occlint-probe", daemon=True) for job in jobs]
+    _PREFETCH[nvcc.path] = threads
+    for thread in threads:
+        thread.start()
+
+
+def _await_prefetch(nvcc: Nvcc) -> None:
+    for thread in _PREFETCH.pop(nvcc.path, ()):
+        thread.join()
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:        # a regular file: _is_exe checked it
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def _real_nvcc(candidate: str, cache: str | None = None,
                timeout: float = PROBE_TIMEOUT) -> tuple[str, str] | None:
     """(real path, version) for a working nvcc, or None. nvcc's own `_HERE_` names its real
-    directory, which sees through symlinks and wrapper scripts alike. The version probe also
-    depends on the real nvcc, so an in-place upgrade behind a wrapper is noticed."""
+    directory, which sees through symlinks and wrapper scripts alike; nvcc itself (an ELF
+    binary after symlinks) needs no asking: its `_HERE_` is its own folder. The version probe
+    also depends on the real nvcc, so an in-place upgrade behind a wrapper is noticed."""
     if not _is_exe(candidate):
         return None
-    here = re.search(r"^#\$ _HERE_=(.*)$", _run([candidate, "-dryrun", "-E", "-x", "cu",
-                                                  os.devnull], cache, timeout=timeout), re.M)
     real = os.path.realpath(candidate)
+    here = None
+    if not _is_elf(real):
+        here = re.search(r"^#\$ _HERE_=(.*)$", _run([candidate, "-dryrun", "-E", "-x", "cu",
+                                                      os.devnull], cache, timeout=timeout), re.M)
     if here and _is_exe(os.path.join(here.group(1).strip(), "nvcc")):
         real = os.path.realpath(os.path.join(here.group(1).strip(), "nvcc"))
     version = re.search(r"release [\d.]+, V([\d.]+)",
@@ -275,6 +309,7 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
         found = Nvcc(path=real, version=version, found_by=step,
                      host_compiler=os.path.realpath(host) if host else None, probe_cache=cache,
                      timeout=timeout)
+        _prefetch(found)
         break
     _FOUND[key] = found
     return found

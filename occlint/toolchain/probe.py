@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 from occlint.files import read_regular
@@ -21,6 +22,7 @@ FORMAT = 1
 _memo: dict[str, str] = {}                 # this process: key -> output
 _stores: dict[str, dict] = {}              # cache folder -> its loaded probes.db
 _dirty: set[str] = set()
+_loading = threading.Lock()
 
 
 def _stat(path: str) -> list | None:
@@ -44,6 +46,11 @@ def _run(cmd: list[str], timeout: float) -> str | None:
 
 
 def _load(root: str) -> dict:
+    with _loading:      # probes run in threads (discover._prefetch): one store per folder
+        return _load_locked(root)
+
+
+def _load_locked(root: str) -> dict:
     if root not in _stores:
         try:
             data = json.loads(read_regular(Path(root) / "probes.db").decode("utf-8"))
