@@ -61,3 +61,26 @@ def toml():
         return tomllib
     import tomli  # pragma: no cover
     return tomli  # pragma: no cover
+
+
+def real_path(path: str, memo: dict[str, str]) -> str:
+    """os.path.realpath, resolving a component at a time as it does, with every folder on the
+    way remembered in `memo`: paths that share folders cost one lstat each, not one per folder
+    (a compilation database's hundreds of entries, a compile's toolkit headers)."""
+    if not os.path.isabs(path):
+        path = os.path.join(os.getcwd(), path)
+    got = memo.get(path)
+    if got is not None:
+        return got
+    parent, name = os.path.split(path)
+    if parent == path:                      # the root
+        return path
+    if name in ("", "."):
+        out = real_path(parent, memo)
+    elif name == "..":
+        out = os.path.dirname(real_path(parent, memo))
+    else:
+        cand = os.path.join(real_path(parent, memo), name)
+        out = os.path.realpath(cand) if os.path.islink(cand) else cand
+    memo[path] = out
+    return out

@@ -236,6 +236,13 @@ class thread_map:
                 raise value
             yield value
 
+    def all_started(self) -> bool:
+        """Every item has been taken by a worker."""
+        return self._next >= len(self._items)
+
+    def finished(self) -> bool:
+        return all(done.is_set() for done in self._done)
+
     def stop(self) -> None:
         with self._lock:
             self._stopped = True

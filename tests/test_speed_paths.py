@@ -277,3 +277,31 @@ def test_thread_map_yields_in_order_raises_at_its_turn_and_stops():
     gate.set()
     pool.join()
     assert sorted(started) == [0, 1]          # the queued items never started
+
+
+def test_real_path_is_realpath(tmp_path):
+    """files.real_path (a memo per folder) answers what os.path.realpath does: symlinked
+    folders and files, relative and absolute links, chains, `..` after a link, `.`, missing
+    components, on 3,000 random paths sharing one memo."""
+    import random
+
+    from occlint.files import real_path
+
+    root = tmp_path / "t"
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "d").mkdir()
+    (root / "a" / "b" / "c" / "f.cu").write_text("")
+    (root / "d" / "g.cu").write_text("")
+    os.symlink("a/b", root / "lb")                       # relative folder link
+    os.symlink(root / "d", root / "a" / "ld")            # absolute folder link
+    os.symlink("../../d/g.cu", root / "a" / "b" / "lf.cu")   # relative file link
+    os.symlink("lb", root / "chain")                     # a link to a link
+    os.symlink("nowhere", root / "dangling")
+    names = ["a", "b", "c", "d", "lb", "ld", "chain", "dangling", "f.cu", "g.cu", "lf.cu",
+             "..", ".", "missing"]
+    rng = random.Random(7)
+    memo: dict[str, str] = {}
+    for _ in range(3000):
+        parts = [rng.choice(names) for _ in range(rng.randint(1, 6))]
+        path = os.path.join(str(root), *parts)
+        assert real_path(path, memo) == os.path.realpath(path), path

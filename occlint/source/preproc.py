@@ -27,6 +27,8 @@ import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from occlint.files import real_path
+
 MAX_INCLUDE_DEPTH = 24
 MAX_HEADER_BYTES = 4 << 20
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*([a-z_]+)\b(.*)$")
@@ -744,7 +746,7 @@ def _realpath(path: str) -> str:
     if real is None:
         if len(_REALPATHS) > 65536:
             _REALPATHS.clear()
-        real = _REALPATHS[path] = os.path.realpath(path)
+        real = real_path(path, _REALPATHS)
     return real
 
 

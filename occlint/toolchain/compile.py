@@ -18,7 +18,7 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
-from occlint.files import is_regular
+from occlint.files import is_regular, real_path
 from occlint.process import kill_all, thread_map
 from occlint.process import run as run_process
 from occlint.model import CompileError, Usage
@@ -187,10 +187,7 @@ def _realpath(path: str, tmp: str) -> str:
     units, read the same toolkit headers (a realpath is an lstat per folder of the path)."""
     if path.startswith(tmp):
         return os.path.realpath(path)
-    got = _REAL.get(path)
-    if got is None:
-        got = _REAL[path] = os.path.realpath(path)
-    return got
+    return real_path(path, _REAL)
 
 
 def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
@@ -383,31 +380,38 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             else:
                 todo.append((unit, arch, flags, cwd, key))
 
-    # `meanwhile` (Python work, holding the GIL) starts once the first compiles run: started
-    # at once, it delayed their staging and spawning by ~10 ms
-    running = threading.Semaphore(0)
+    # `meanwhile` (Python work) runs once a core is free of nvcc: while every core compiles,
+    # its CPU time is taken from the compiles (and its GIL from their staging)
+    busy = [0]
+    lock = threading.Lock()
 
     def work(item):
         unit, arch, flags, cwd, _key = item
-        once = [running.release]
+        ran = []
 
         def started():
-            if once:
-                once.pop()()
+            with lock:
+                busy[0] += 1
+            ran.append(True)
         try:
             return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
                                failures=cache is not None, started=started)
         finally:
-            started()           # no compile ran (an unreadable input): count it all the same
+            if ran:
+                with lock:
+                    busy[0] -= 1
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
     WARNINGS.clear()
     pool = thread_map(work, todo, workers) if todo else None
     try:
         done = iter(pool) if pool else ()
         if pool and meanwhile is not None:
-            for _ in range(min(workers, len(todo))):
-                running.acquire(timeout=5)
+            while not pool.finished() and not (
+                    busy[0] < cores and (workers < cores and busy[0] or pool.all_started())):
+                time.sleep(0.005)
             meanwhile()
         for item, (usages, errors, deps) in zip(todo, done, strict=True):
             unit, arch, _flags, _cwd, key = item

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from occlint.config import Config
 from occlint.errors import OcclintError
+from occlint.files import real_path
 
 NAME = "compile_commands.json"
 
@@ -106,12 +107,13 @@ class Database:
         self.path = path
         self.raw = raw
         self.entries: dict[str, Entry] = _Entries()    # real path -> first entry (as clangd)
+        folders: dict[str, str] = {}
         for item in raw:
             directory = str(item.get("directory", "."))
             source = str(item.get("file", ""))
             if not source:
                 continue
-            real = os.path.realpath(os.path.join(directory, source))
+            real = real_path(os.path.join(directory, source), folders)
             if real not in self.entries:
                 dict.__setitem__(self.entries, real, (directory, item, path, source))
         self._folders: dict[str, list[str]] = {}
