@@ -121,14 +121,17 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
 
 
 def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, timeout: float,
-                *, failures: bool = False, started=None
+                *, failures: bool = False, started=None, memo: dict | None = None
                 ) -> tuple[list[Usage], list[CompileError], list[str] | Failure | None]:
     """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable; with
     `failures`, a Failure when a header is missing: one more preprocessing run finds it).
-    `started()` is called once nvcc runs.
+    `started()` is called once nvcc runs. `memo`: one run's answers that are the same for
+    every arch of a unit (its inputs' kinds, its resolved dependency lists).
     nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
-    found = non_regular_input(unit, flags, cwd)
+    memo = {} if memo is None else memo
+    key = ("inputs", unit, tuple(flags), cwd)
+    found = memo[key] if key in memo else memo.setdefault(key, non_regular_input(unit, flags, cwd))
     if found:
         return [], [CompileError(found[0], found[1], None, found[2], arch, "fatal", None, unit)], None
     with private_tmpdir() as tmp:
@@ -173,9 +176,15 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
         except OSError:
             return usages, errors, None
         # real paths while the temp links exist; files occlint made in `tmp` are not inputs
-        deps = [_realpath(os.path.join(cwd, d), tmp) for d in deps]
-        real_tmp = os.path.realpath(tmp) + os.sep
-        deps = [d for d in deps if not d.startswith(real_tmp)]
+        key = ("deps", cwd, tuple(deps))
+        listed = deps
+        deps = memo.get(key)
+        if deps is None:
+            deps = [_realpath(os.path.join(cwd, d), tmp) for d in listed]
+            real_tmp = os.path.realpath(tmp) + os.sep
+            deps = [d for d in deps if not d.startswith(real_tmp)]
+            if not any(d.startswith(tmp) for d in listed):     # else the key is this compile's
+                memo[key] = deps
     return usages, errors, list(dict.fromkeys([os.path.realpath(unit), *deps]))
 
 
@@ -384,6 +393,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     # its CPU time is taken from the compiles (and its GIL from their staging)
     busy = [0]
     lock = threading.Lock()
+    memo: dict = {}
 
     def work(item):
         unit, arch, flags, cwd, _key = item
@@ -395,7 +405,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             ran.append(True)
         try:
             return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
-                               failures=cache is not None, started=started)
+                               failures=cache is not None, started=started, memo=memo)
         finally:
             if ran:
                 with lock:
