@@ -94,6 +94,8 @@ def main() -> int:
                     help="more folders of CUDA code for the parse-only row (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--parse-only", action="store_true",
+                    help="only the floors and the parse-only rows (no compiles)")
     ap.add_argument("--no-cold", action="store_true",
                     help="skip the cold rows (each compiles the project twice more)")
     args = ap.parse_args()
@@ -117,7 +119,7 @@ def main() -> int:
     rows.append(("occlint --version", t_version, f"{t_version[0] / t_python[0]:.1f}x python start",
                  ""))
 
-    if not args.no_cold:
+    if not args.no_cold and not args.parse_only:
         # cold: direct nvcc first (it also warms the disk cache for both), then occlint --no-cache
         cmds = nvcc_commands(project, cache, os.path.join(tmp, "direct"))
 
@@ -140,13 +142,14 @@ def main() -> int:
                      f"{statistics.median(ratios):.3f}x direct nvcc "
                      f"({ratios[0]:.3f}-{ratios[-1]:.3f})", "<= 1.05x"))
 
-    timed([*occ, "check", project, "--exit-zero", *conf], project)          # fill the cache
-    t_warm = median([*occ, "check", project, "--exit-zero", *conf], project, args.reps)
-    rows.append((f"occlint check, warm ({len(sources)} files)", t_warm,
-                 f"{t_warm[0] / t_version[0]:.1f}x occlint --version", "< 0.3 s"))
-    t_one = median([*occ, "check", one, "--exit-zero", *conf], project, args.reps)
-    rows.append((f"occlint check {os.path.relpath(one, project)}, warm", t_one,
-                 f"{t_one[0] / t_version[0]:.1f}x occlint --version", "< 0.15 s"))
+    if not args.parse_only:
+        timed([*occ, "check", project, "--exit-zero", *conf], project)          # fill the cache
+        t_warm = median([*occ, "check", project, "--exit-zero", *conf], project, args.reps)
+        rows.append((f"occlint check, warm ({len(sources)} files)", t_warm,
+                     f"{t_warm[0] / t_version[0]:.1f}x occlint --version", "< 0.3 s"))
+        t_one = median([*occ, "check", one, "--exit-zero", *conf], project, args.reps)
+        rows.append((f"occlint check {os.path.relpath(one, project)}, warm", t_one,
+                     f"{t_one[0] / t_version[0]:.1f}x occlint --version", "< 0.15 s"))
     t_raw = median([sys.executable, "-c", RAW_PARSE], project, args.reps,
                    stdin="\n".join(corpus_files))
     rows.append((f"tree-sitter parse only, own process ({mb:.2f} MB)", t_raw,
