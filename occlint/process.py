@@ -60,6 +60,11 @@ class _Watchdog:
         except (OSError, AttributeError, NotImplementedError):
             self.fd = None
 
+    def start(self) -> None:
+        with _LOCK:
+            if not self.tried:
+                self._start()
+
     def send(self, op: str, arg: str | bytes) -> None:
         with _LOCK:
             if not self.tried:
@@ -101,6 +106,14 @@ _PR_SET_PDEATHSIG = 1
 
 def _in_child() -> None:      # between fork and exec: no imports, no locks
     _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # the watchdog learns the new group before it can have a child: occlint killed between
+    # the fork and its own "+g" (a SIGKILL) left a compile's children running
+    fd = WATCHDOG.fd
+    if fd is not None:
+        try:
+            os.write(fd, b"+g%d\n" % os.getpid())
+        except OSError:
+            pass
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -130,6 +143,7 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
         stderr_to_stdout: bool = True, started=None) -> tuple[int | None, bytes, bytes]:
     """(exit code, or None when `timeout` passed; stdout; stderr). The command's whole process
     group is killed on timeout, and with occlint. `started()` is called once it runs."""
+    WATCHDOG.start()                    # before the fork: the child tells it its group
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
                             start_new_session=True,

@@ -140,3 +140,22 @@ def test_a_compile_started_after_the_final_kill_is_killed_at_once(monkeypatch):
     start = time.monotonic()
     code, _out, _err = process.run(["sleep", "60"], timeout=120)
     assert time.monotonic() - start < 20 and code != 0
+
+
+def test_a_child_registers_its_group_before_it_runs(monkeypatch):
+    """The child itself tells the watchdog its process group between fork and exec, so an
+    occlint killed before its own "+g" (SIGKILL right after a fork) leaves no compile behind."""
+    from occlint import process
+
+    assert process._prctl() is not None         # Linux: children are set up before exec
+    read, write = os.pipe()
+    monkeypatch.setattr(process.WATCHDOG, "fd", write)
+    monkeypatch.setattr(process.WATCHDOG, "tried", True)
+    code, _out, _err = process.run(["true"], timeout=30)
+    os.close(write)
+    lines = os.read(read, 4096).split(b"\n")
+    os.close(read)
+    assert code == 0
+    plus = [ln for ln in lines if ln.startswith(b"+g")]
+    assert len(plus) == 2 and plus[0] == plus[1], lines     # the child's, then the parent's
+    assert lines.index(plus[0]) < lines.index(b"-g" + plus[0][2:])
