@@ -110,3 +110,12 @@ def test_the_launcher_records_rdc_objects_from_the_device_link(tmp_path, nvcc_pa
     sidecar = json.loads((tmp_path / "rdc.o.occlint.json").read_text())
     records = {r["mangled"]: r for r in sidecar["kernels"]}
     assert records["_Z5tiledILi2048EEvPf"]["static_smem"] == 8192
+
+
+def test_without_nvlink_the_figures_are_ptxas_and_the_warning_says_why(tmp_path):
+    from occlint.toolchain.devlink import link
+
+    cubin = tmp_path / "x.cubin"
+    cubin.write_bytes(b"")
+    path, why = link(str(cubin), "sm_90", str(tmp_path), 5)
+    assert path is None and why == f"no nvlink beside nvcc in {tmp_path}"

@@ -30,7 +30,10 @@ def link(cubin: str, arch: str, bin_dir: str, timeout: float) -> tuple[str | Non
     """(path of the linked cubin beside `cubin`, or None; nvlink's complaint when it failed).
     `arch` is the compile's (sm_90, sm_90a); every path is occlint's own temp file."""
     out = cubin + ".linked"
-    cmd = [os.path.join(bin_dir, "nvlink"), f"-arch={arch}", cubin, "-o", out]
+    nvlink = os.path.join(bin_dir, "nvlink")
+    if not os.path.isfile(nvlink):
+        return None, f"no nvlink beside nvcc in {bin_dir}"
+    cmd = [nvlink, f"-arch={arch}", cubin, "-o", out]
     lib = devrt_dir(bin_dir)
     if lib:
         cmd += ["-L", lib, "-lcudadevrt"]
