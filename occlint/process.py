@@ -110,7 +110,7 @@ def _in_child() -> None:      # between fork and exec: no imports, no locks
     # the fork and its own "+g" (a SIGKILL) left a compile's children running
     fd = WATCHDOG.fd
     if fd is not None:
-        try:
+        try:                # noqa: SIM105 - no contextlib between fork and exec
             os.write(fd, b"+g%d\n" % os.getpid())
         except OSError:
             pass
@@ -236,7 +236,7 @@ class thread_map:
                 self._next += 1
             try:
                 self._results[i] = (True, self._fn(self._items[i]))
-            except BaseException as exc:        # noqa: BLE001 - raised in the caller's thread
+            except BaseException as exc:        # raised in the caller's thread, at its turn
                 self._results[i] = (False, exc)
             self._done[i].set()
 

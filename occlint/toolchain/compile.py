@@ -8,7 +8,6 @@ import os
 import re
 import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -19,9 +18,9 @@ from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
 from occlint.files import is_regular, real_path
+from occlint.model import CompileError, Usage
 from occlint.process import kill_all, thread_map
 from occlint.process import run as run_process
-from occlint.model import CompileError, Usage
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.discover import Nvcc, find_nvcc
 from occlint.toolchain.failure import Failure, fingerprint, missing_headers
@@ -222,8 +221,13 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
     toolkit's bin folder, timeout), a relocatable cubin whose code refers to symbols is linked
     first (toolchain.devlink), and the linked kernels' registers, static shared memory,
     barriers and stack frame replace ptxas's (its spill figures stay)."""
-    from occlint.toolchain.cubin import (FIGURES, CubinError, cubin_records, launch_attributes,
-                                         needs_link)
+    from occlint.toolchain.cubin import (
+        FIGURES,
+        CubinError,
+        cubin_records,
+        launch_attributes,
+        needs_link,
+    )
 
     try:
         data = cubin.read_bytes()
@@ -420,7 +424,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         done = iter(pool) if pool else ()
         if pool and meanwhile is not None:
             while not pool.finished() and not (
-                    busy[0] < cores and (workers < cores and busy[0] or pool.all_started())):
+                    busy[0] < cores and ((workers < cores and busy[0]) or pool.all_started())):
                 time.sleep(0.005)
             meanwhile()
         for item, (usages, errors, deps) in zip(todo, done, strict=True):

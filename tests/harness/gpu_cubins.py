@@ -40,8 +40,13 @@ DYNAMIC = (0, 1024, 8192, 20000, 40000, 70000, 100000, 160000, 200000)
 def prepare(out: Path, paths: list[str], arch: str, jobs: int) -> int:
     from occlint.config import load_config
     from occlint.toolchain import database, libraries
-    from occlint.toolchain.compile import (compile_command, expand_paths, run_with_timeout,
-                                           with_cubin_attributes, _usage_to_json)
+    from occlint.toolchain.compile import (
+        _usage_to_json,
+        compile_command,
+        expand_paths,
+        run_with_timeout,
+        with_cubin_attributes,
+    )
     from occlint.toolchain.discover import find_nvcc
     from occlint.toolchain.flags import unit_command
     from occlint.toolchain.ptxas import parse_usage

@@ -77,7 +77,7 @@ def compare(app_output: str, csv_text: str) -> int:
     agree = dict.fromkeys([*FIELDS, CARVEOUT], 0)
     total = dict.fromkeys(agree, 0)
     smaller = 0
-    for (name, regs, static, maxdyn, block, dyn), m in zip(planned, got):
+    for (name, regs, static, maxdyn, block, dyn), m in zip(planned, got, strict=True):
         ncu_regs = int(_number(m["Registers Per Thread"]))
         occ = compute(arch.name, block, ncu_regs, static, dyn, max_dynamic_smem=maxdyn)
         where = f"{name} block={block} dyn={dyn}"
