@@ -50,7 +50,7 @@ for name in sys.stdin.read().splitlines():
 """
 
 # Runs occlint in this process and writes, at exit, what the host's noise hardly moves: when the
-# first compile started and the run ended after the last one (ms from the start of this
+# first compile started and the run ended after the last one (seconds from the start of this
 # script), and occlint's own CPU time (its threads, not nvcc's).
 TIMELINE = """
 import atexit, json, resource, subprocess, sys, time

@@ -73,13 +73,11 @@ def record(cmd: list[str]) -> str | None:
     records = []
     for arch, cubin in scan.cubins:
         if needs_link(cubin):           # -rdc: the figures are the device link's
-            from occlint.toolchain.devlink import linked_image
+            from occlint.toolchain.devlink import linked_image, unlinked
 
             cubin, why = linked_image(cubin, arch, _bin_dir(cmd[0]), 60.0)
             if why:
-                print(f"occlint: warning: {obj}: the relocatable device code for {arch} does "
-                      f"not link alone ({why}); its figures are ptxas's before the device link",
-                      file=sys.stderr)
+                print(f"occlint: warning: {unlinked(obj, arch, why)}", file=sys.stderr)
         records.extend(cubin_records(cubin, arch))
     path = write_sidecar(obj, sources, records, LACKS, scan.compressed, depfile_includes(cmd))
     if scan.compressed:

@@ -130,7 +130,9 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
     memo = {} if memo is None else memo
     key = ("inputs", unit, tuple(flags), cwd)
-    found = memo[key] if key in memo else memo.setdefault(key, non_regular_input(unit, flags, cwd))
+    if key not in memo:
+        memo[key] = non_regular_input(unit, flags, cwd)
+    found = memo[key]
     if found:
         return [], [CompileError(found[0], found[1], None, found[2], arch, "fatal", None, unit)], None
     with private_tmpdir() as tmp:
@@ -234,15 +236,13 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
         linked = False
         if link is not None and needs_link(data):
             from occlint.toolchain.devlink import link as device_link
+            from occlint.toolchain.devlink import unlinked
 
             path, why = device_link(str(cubin), *link)
             if path:
                 data, linked = Path(path).read_bytes(), True
             elif usages:
-                WARNINGS.add(f"{usages[0].unit}: its relocatable device code (-rdc) does not "
-                             f"link alone for {link[0]} ({why}); its kernels' figures are "
-                             "ptxas's before the device link, which can add shared memory "
-                             "and registers")
+                WARNINGS.add(unlinked(usages[0].unit, link[0], why))
         records = {r["mangled"]: r for r in cubin_records(data)}
     except (OSError, CubinError, struct.error, ValueError, IndexError):
         return usages

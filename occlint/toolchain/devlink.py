@@ -50,14 +50,18 @@ def link(cubin: str, arch: str, bin_dir: str, timeout: float) -> tuple[str | Non
     return None, (first or ("timed out" if code is None else f"exit {code}")).strip()[:300]
 
 
+def unlinked(who: str, arch: str, why: str) -> str:
+    """The warning for code that could not be linked: its figures stay ptxas's."""
+    return (f"{who}: its relocatable device code (-rdc) does not link alone for {arch} ({why}); "
+            "its kernels' figures are ptxas's before the device link, which can add shared "
+            "memory and registers")
+
+
 def linked_image(cubin: bytes, arch: str, bin_dir: str, timeout: float) -> tuple[bytes, str]:
     """(the cubin as the device link leaves it, or unchanged; why it could not be linked, or
-    ""). Only a relocatable cubin whose code refers to symbols is linked (cubin.needs_link)."""
-    from occlint.toolchain.cubin import needs_link
+    ""), for a cubin that `cubin.needs_link` says the link can change."""
     from occlint.toolchain.safe import private_tmpdir
 
-    if not needs_link(cubin):
-        return cubin, ""
     with private_tmpdir() as tmp:
         path = os.path.join(tmp, "x.cubin")
         with open(path, "wb") as fh:

@@ -25,8 +25,8 @@ class Unavailable(RuntimeError):
 
 def _apt(*args: str, timeout: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=600", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    return subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=600", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def ensure_debian_package(package: str, binary: str, *, timeout: float = 900) -> str:
