@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from occlint import results
 from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
@@ -213,6 +212,8 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
         inputs.append((path, file_usage, file_config, errors_by_file.get(path, ())))
     cache = reuse and report is not None and report.cache
+    if cache:
+        from occlint import results
     entry = _results_key(inputs, texts, included, views, config) if cache else None
     found = results.load(cache, entry) if entry else None
     result.reused = found is not None
@@ -247,6 +248,8 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
 def _results_key(inputs, texts, included, views, config) -> str:
     """occlint.results' key for linting `inputs` (path, usage, config, compile errors) with the
     project files `included` and the preprocessor `views`."""
+    from occlint import results
+
     parts: list[object] = [config, config.extra]
     for path, file_usage, file_config, errors in inputs:
         parts += [path, results.text_hash(texts[path]), file_usage, file_config.arch, errors,

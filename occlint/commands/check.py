@@ -74,11 +74,7 @@ def once(args) -> int:
     import sys
     import time
 
-    from occlint import baseline, lock
-    from occlint import fix as fixing
-    from occlint.commands import summary as say
     from occlint.emit import EMITTERS, FIX_AWARE, RUN_FORMATS, TEXT_FORMATS
-    from occlint.emit.encode import output_bytes
     from occlint.errors import OcclintError
 
     started = time.perf_counter()
@@ -89,15 +85,27 @@ def once(args) -> int:
         args.paths = ["-"]
         stdin = True
     outputs = _outputs(args, EMITTERS)
-    config = lock.with_lock(load(args), args.lock)
+    config = load(args)
+    if args.lock:
+        from occlint import lock
+
+        config = lock.with_lock(config, args.lock)
     if args.show_settings or args.show_files:
         from occlint.commands.settings import show
 
         return show(args, config)
-    known = baseline.load(args.baseline) if args.baseline else None
+    known = None
+    if args.baseline:
+        from occlint import baseline
+
+        known = baseline.load(args.baseline)
     buffer = sys.stdin.buffer.read() if stdin else None
     reuse = all(name != "html" for name, _file in outputs)    # the report needs the parses
     result, findings = _lint(args, config, known, buffer=buffer, reuse=reuse)
+    # what only the output needs loads after the lint (a cold run's compiles start sooner)
+    from occlint import fix as fixing
+    from occlint.commands import summary as say
+    from occlint.emit.encode import output_bytes
     if args.add_noqa:
         return _add_noqa(findings, result, args)
     err = sys.stderr
@@ -202,12 +210,14 @@ def _lint(args, config, known, quiet: bool = False, buffer: bytes | None = None,
     --diff-base and --baseline). `reuse`: findings may come from the findings cache."""
     import sys
 
-    from occlint import baseline, diffbase
-    from occlint.commands.summary import plural
     from occlint.engine import lint_paths
 
     quiet = quiet or args.quiet or args.silent
-    changed = diffbase.changed_lines(args.diff_base, config.root) if args.diff_base else None
+    changed = None
+    if args.diff_base:
+        from occlint import diffbase
+
+        changed = diffbase.changed_lines(args.diff_base, config.root)
     if buffer is not None:
         from occlint.stdin import lint_stdin
 
@@ -222,6 +232,9 @@ def _lint(args, config, known, quiet: bool = False, buffer: bytes | None = None,
     if changed is not None:
         findings = diffbase.keep_changed(findings, *changed)
     if known is not None:
+        from occlint import baseline
+        from occlint.commands.summary import plural
+
         findings, hidden = baseline.filter_known(findings, known, root=config.root, sources=result.sources)
         if hidden and not quiet:
             print(f"occlint: {plural(hidden, 'known finding')} hidden by {args.baseline}", file=sys.stderr)

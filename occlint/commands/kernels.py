@@ -259,11 +259,11 @@ def _kernel_occupancy(kernels: dict, facts) -> None:
 
 
 def _compile(files: list[str], args, config):
-    """(UsageReport or None with --no-compile or no .cu file, archs)."""
-    from occlint.toolchain.flags import archs_for
-
-    if not files or args.no_compile:       # (the compiler's modules are not even imported)
-        return None, tuple(archs_for(config))
+    """(UsageReport, its archs); (None, ()) with --no-compile or no file (the compiler's
+    modules, and the GPU table, are not even imported: the config has checked `arch` and
+    `gpu`)."""
+    if not files or args.no_compile:
+        return None, ()
     from occlint.toolchain import collect_usage, print_notice
 
     # units and headers, as `check` compiles them (a header alone through its includers)

@@ -144,18 +144,21 @@ class Database:
             return None
         stem = _stem(real)
         folder = os.path.dirname(real)
-        candidates = self._folders.get(folder) or list(self.entries)
-        near: dict[str, tuple[int, int]] = {}       # a candidate's folder -> (common, depth)
+        if folder in self._folders:
+            near = {folder: 0}                      # a candidate's folder -> its depth below
+        else:                                       # the common path; only the folders that
+            common: dict[str, int] = {}             # share the most of `real`'s path count
+            for where in self._folders:
+                common[where] = len(os.path.commonpath([folder, where]).split(os.sep))
+            most = max(common.values())
+            near = {where: len(where.split(os.sep)) - most
+                    for where, c in common.items() if c == most}
 
         def score(cand: str):
-            where = os.path.dirname(cand)
-            if where not in near:
-                common = len(os.path.commonpath([folder, where]).split(os.sep))
-                near[where] = (common, len(where.split(os.sep)) - common)
-            common, depth = near[where]
-            return (-common, _stem(cand) != stem, not cand.endswith(".cu"), depth, cand)
+            return (_stem(cand) != stem, not cand.endswith(".cu"),
+                    near[os.path.dirname(cand)], cand)
 
-        return self.entries[min(candidates, key=score)]
+        return self.entries[min((c for where in near for c in self._folders[where]), key=score)]
 
 
 def _stem(path: str) -> str:

@@ -151,6 +151,17 @@ def unit_command(path: str, config: Config, library_dirs: Sequence[str] = (),
     entry (found per file, `database.entry_for`; `extra`, e.g. a setup.py's extension units, is
     asked when the database has no entry of the file's own), else from the config; the library
     include folders from Python wheels come last."""
+    flags, cwd, entry = _flags(path, config, library_dirs, extra)
+    if entry is None:
+        return UnitCommand(flags, cwd, archs_for(config), None, tuple(library_dirs))
+    raw = {"file": entry.source if entry.source.endswith(".cu") else path,
+           "arguments": list(entry.arguments)}
+    return UnitCommand(flags, cwd, archs_for(config, [raw]), entry, tuple(library_dirs))
+
+
+def _flags(path: str, config: Config, library_dirs: Sequence[str] = (),
+           extra: Database | None = None) -> tuple[tuple[str, ...], str, Entry | None]:
+    """`unit_command`'s (flags, working directory, entry), without the archs."""
     from occlint.toolchain.database import entry_for
 
     entry = entry_for(path, config)
@@ -158,17 +169,12 @@ def unit_command(path: str, config: Config, library_dirs: Sequence[str] = (),
         entry = extra.entries.get(os.path.realpath(path)) or entry
     libs = include_flags(list(library_dirs))
     if entry is None:
-        return UnitCommand(tuple(config_flags(config) + libs), os.getcwd(), archs_for(config),
-                           None, tuple(library_dirs))
+        return tuple(config_flags(config) + libs), os.getcwd(), None
     args = without_compiler(list(entry.arguments))
     flags = filter_flags(args, entry.source)
     if not _is_nvcc_command(entry.arguments):   # a host compiler's command: its paths and macros
         flags = host_portable(flags)
-    flags = vetted(flags, entry.directory) + libs
-    raw = {"file": entry.source if entry.source.endswith(".cu") else path,
-           "arguments": list(entry.arguments)}
-    return UnitCommand(tuple(flags), entry.directory, archs_for(config, [raw]), entry,
-                       tuple(library_dirs))
+    return tuple(vetted(flags, entry.directory) + libs), entry.directory, entry
 
 
 def _is_nvcc_command(args: Sequence[str]) -> bool:
@@ -200,8 +206,8 @@ def host_portable(flags: list[str]) -> list[str]:
 
 def flags_for(path: str, config: Config) -> tuple[list[str], str]:
     """(flags, working directory) for compiling `path` (see `unit_command`)."""
-    cmd = unit_command(path, config)
-    return list(cmd.flags), cmd.cwd
+    flags, cwd, _ = _flags(path, config)
+    return list(flags), cwd
 
 
 _ARCH_RE = re.compile(r"(?:sm|compute)_(\d+[a-z]?)")

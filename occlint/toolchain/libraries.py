@@ -9,6 +9,7 @@ or the build's headers).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import site
@@ -100,10 +101,17 @@ def include_flags(dirs: list[str]) -> list[str]:
 def package_for(header: str, cuda_major: int | None = None) -> tuple[str, str] | None:
     """(library, pip package) that ships `header` (as written in the #include), or None."""
     name = header.strip().strip('"<>')
-    for pattern, library, cu13, cu12 in _PACKAGES:
-        if re.fullmatch(pattern, name) or re.fullmatch(pattern, os.path.basename(name)):
+    base = os.path.basename(name)
+    for pattern, library, cu13, cu12 in _compiled():
+        if pattern.fullmatch(name) or pattern.fullmatch(base):
             return library, (cu12 if cuda_major is not None and cuda_major < 13 else cu13)
     return None
+
+
+@functools.cache
+def _compiled() -> list[tuple[re.Pattern, str, str, str]]:
+    """_PACKAGES with each pattern compiled (a wheel folder's every header is asked)."""
+    return [(re.compile(pattern), *rest) for pattern, *rest in _PACKAGES]
 
 
 _MISSING = [
