@@ -19,6 +19,8 @@ UNCAPPED = 255
 
 @dataclass(frozen=True)
 class Bounds:
+    """What caps a kernel's registers and threads, and where that came from."""
+
     max_threads: int | None         # the effective `__launch_bounds__` max threads
     min_blocks: int | None          # its min blocks/SM, evaluated or named again from the cap
     cap: int | None                 # registers/thread ptxas may use (255: uncapped); None unknown

@@ -24,6 +24,8 @@ BUILD_SUFFIXES = (".cmake", ".mk")
 
 @dataclass(frozen=True)
 class FlagHit:
+    """A register-cap flag found in a build file."""
+
     span: Span
     flag: str          # as written: "-maxrregcount=32"
     value: int | None

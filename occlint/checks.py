@@ -53,6 +53,8 @@ class Pct(float):
 
 @dataclass(frozen=True)
 class FixSpec:
+    """A rule's fix before its title is rendered."""
+
     edits: tuple[Edit, ...]
     applicability: str                  # safe | unsafe
     values: dict
@@ -61,6 +63,8 @@ class FixSpec:
 
 @dataclass(frozen=True)
 class Hit:
+    """A rule's match before it becomes a Finding."""
+
     code: str
     span: Span
     values: dict

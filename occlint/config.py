@@ -20,6 +20,8 @@ MAX_SECONDS = 86400      # compile-timeout: one day is more than any compile nee
 
 @dataclass(frozen=True)
 class Config:
+    """The settings of one run: the config files, then the command line."""
+
     arch: tuple[str, ...] = ()               # empty: archs from the build flags, else ("sm_90",)
     gpu: str = "h100"
     select: tuple[str, ...] = ("OCC",)

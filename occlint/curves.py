@@ -33,6 +33,8 @@ class Segment:
 
 @dataclass(frozen=True)
 class Curve:
+    """One occupancy curve of the report."""
+
     kind: str               # "block_size" | "registers" | "shared_memory"
     title: str              # "Occupancy vs block size"
     x_label: str            # "threads per block"

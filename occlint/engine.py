@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class LintResult:
+    """What a run found, read and compiled."""
+
     findings: list[Finding] = field(default_factory=list)
     files: list[str] = field(default_factory=list)          # every file linted
     notices: list[str] = field(default_factory=list)        # e.g. "nvcc not found: ..."

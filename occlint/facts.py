@@ -27,6 +27,8 @@ LIMITER_ORDER = ("registers", "shared_memory", "warps", "blocks", "barriers")
 
 @dataclass
 class KernelFacts:
+    """A kernel with its shared arrays, launches and compiler figures."""
+
     kernel: Kernel
     here: bool                          # defined in this file (fixes may edit it)
     shared: list[SharedDecl]
@@ -89,6 +91,8 @@ class Site:
 
 @dataclass
 class Facts:
+    """One file's kernels with what the rules read about them."""
+
     path: str
     text: str
     source: SourceFile

@@ -59,6 +59,8 @@ class ArchLimits:
 
 @dataclass(frozen=True)
 class GPU:
+    """One GPU of gpus.toml."""
+
     name: str                       # key in gpus.toml: "h100"
     arch: str                       # "sm_90"
     sm_count: int

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Span:
+    """A range of the text: 1-based line and column at each end, and `start`/`end` offsets."""
+
     line: int
     column: int
     end_line: int
@@ -36,6 +38,8 @@ class LaunchBounds:
 
 @dataclass(frozen=True)
 class Kernel:
+    """A `__global__` function as the source declares it."""
+
     name: str                       # plain name: "reduce"
     qualname: str                   # with scopes: "ns::Cls::reduce"
     path: str
@@ -80,6 +84,8 @@ class Index:
 
 @dataclass(frozen=True)
 class SharedDecl:
+    """A `__shared__` declaration (static or `extern`) and how it is used."""
+
     name: str
     path: str
     span: Span
@@ -99,6 +105,8 @@ class SharedDecl:
 
 @dataclass(frozen=True)
 class Dim3:
+    """A grid or block shape as written (`text`) and evaluated (None = not constant)."""
+
     x: int | None
     y: int | None = 1
     z: int | None = 1
@@ -113,6 +121,8 @@ class Dim3:
 
 @dataclass(frozen=True)
 class Launch:
+    """A kernel launch: `<<<...>>>` or a launch API call."""
+
     callee: str                      # as written, without template arguments: "ns::k"
     path: str
     span: Span                       # the whole launch (`<<<...>>>` or the call)
@@ -136,6 +146,8 @@ class Launch:
 
 @dataclass(frozen=True)
 class AttributeCall:
+    """A `cudaFuncSetAttribute` or `cudaFuncSetCacheConfig` call on a kernel."""
+
     kernel: str                      # callee as written
     attribute: str                   # "MaxDynamicSharedMemorySize", "PreferredSharedMemoryCarveout", "CacheConfig", ...
     value: int | str | None          # evaluated int, an enum name for cache configs, or None
@@ -216,6 +228,8 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
+    """Edits that resolve a finding, and whether applying them is safe."""
+
     message: str
     edits: tuple[Edit, ...]
     applicability: str = "safe"      # safe | unsafe | display
@@ -223,6 +237,8 @@ class Fix:
 
 @dataclass(frozen=True)
 class Finding:
+    """One rule's report at one place (and arch)."""
+
     code: str                        # "OCC010"
     name: str                        # "register-cliff"
     message: str

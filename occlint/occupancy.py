@@ -552,6 +552,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Cliff:
+    """The nearest changes of one resource that raise and lower occupancy."""
+
     gain: Step | None       # the nearest change that raises occupancy, None if none does
     loss: Step | None       # the nearest change that lowers it, None if none does
 
@@ -711,6 +713,8 @@ def largest_register_cap(arch, block_size: int, regs_limit: int, static_smem: in
 
 @dataclass(frozen=True)
 class SweepRow:
+    """Occupancy at one block size."""
+
     block_size: int
     regs_per_thread: int
     result: Occupancy

@@ -22,6 +22,8 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule: its code, name, texts and defaults."""
+
     code: str
     name: str
     summary: str

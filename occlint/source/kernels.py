@@ -12,6 +12,8 @@ from occlint.source.context import Context, scopes_of
 
 @dataclass
 class TemplateParam:
+    """One template parameter of a kernel."""
+
     name: bytes
     is_type: bool
     default: object = None         # the default's node, if any

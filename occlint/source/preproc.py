@@ -91,6 +91,8 @@ class View:
 
 @dataclass
 class Scan:
+    """What walking one file's directives found."""
+
     dead: list[tuple[int, int]] = field(default_factory=list)    # byte ranges of the file
     macros: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)   # live object-like macros
     fmacros: dict[bytes, tuple[tuple[tuple[bytes, ...], bytes], ...]] = field(default_factory=dict)

@@ -38,6 +38,8 @@ NO_NVCC_NOTICE = (
 
 @dataclass
 class UsageReport:
+    """The compiler's figures, errors and dependency lists for a run's units."""
+
     usages: dict[str, tuple[Usage, ...]] = field(default_factory=dict)  # unit -> all archs
     errors: list[CompileError] = field(default_factory=list)
     notice: str | None = None

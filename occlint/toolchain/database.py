@@ -117,6 +117,7 @@ class Database:
             if real not in self.entries:
                 dict.__setitem__(self.entries, real, (directory, item, path, source))
         self._folders: dict[str, list[str]] = {}
+        self._near: dict[str, dict[str, int]] = {}     # folder -> _nearest_folders(folder)
         for real in self.entries:
             self._folders.setdefault(os.path.dirname(real), []).append(real)
 
@@ -144,21 +145,25 @@ class Database:
             return None
         stem = _stem(real)
         folder = os.path.dirname(real)
-        if folder in self._folders:
-            near = {folder: 0}                      # a candidate's folder -> its depth below
-        else:                                       # the common path; only the folders that
-            common: dict[str, int] = {}             # share the most of `real`'s path count
-            for where in self._folders:
-                common[where] = len(os.path.commonpath([folder, where]).split(os.sep))
-            most = max(common.values())
-            near = {where: len(where.split(os.sep)) - most
-                    for where, c in common.items() if c == most}
+        near = self._near.get(folder)
+        if near is None:
+            near = self._near[folder] = self._nearest_folders(folder)
 
         def score(cand: str):
             return (_stem(cand) != stem, not cand.endswith(".cu"),
                     near[os.path.dirname(cand)], cand)
 
         return self.entries[min((c for where in near for c in self._folders[where]), key=score)]
+
+    def _nearest_folders(self, folder: str) -> dict[str, int]:
+        """The entries' folders that share the most of `folder`'s path (`folder` itself when it
+        has entries), each -> its depth below the common path."""
+        if folder in self._folders:
+            return {folder: 0}
+        common = {where: len(os.path.commonpath([folder, where]).split(os.sep))
+                  for where in self._folders}
+        most = max(common.values())
+        return {where: len(where.split(os.sep)) - most for where, c in common.items() if c == most}
 
 
 def _stem(path: str) -> str:

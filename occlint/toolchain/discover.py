@@ -20,6 +20,8 @@ _LAUNCHERS = {"ccache", "sccache", "distcc", "buildcache", "occlint", "env"}
 
 @dataclass
 class Nvcc:
+    """The nvcc a run uses, and its host compiler."""
+
     path: str                 # the real nvcc binary (symlinks and wrapper scripts resolved)
     version: str              # "13.5.37"
     found_by: str = ""        # which discovery step found it
