@@ -107,3 +107,87 @@ def test_cache_dir_dot_then_check_and_clean_keep_the_project(tmp_path, nvcc_path
     proc = run_cli("clean", cwd=tmp_path)
     assert proc.returncode == 2 and "refusing" in proc.stderr
     assert _tree(tmp_path) == before
+
+
+# --- remembered file hashes (hashes.idx): a warm run need not read every header -------------
+
+
+def _reads(monkeypatch) -> list[str]:
+    from occlint.toolchain import cache as cache_mod
+
+    seen: list[str] = []
+    real = cache_mod.read_regular
+
+    def counting(path):
+        seen.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(cache_mod, "read_regular", counting)
+    return seen
+
+
+def test_a_settled_file_hash_is_taken_from_the_index_until_the_file_is_written(tmp_path, monkeypatch):
+    from occlint.toolchain import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "SETTLED_NS", 0)     # the test's files count as settled
+    dep = tmp_path / "helper.cuh"
+    dep.write_text("#define BLOCK 256\n")
+    root = tmp_path / "cache"
+    first = _put(root, dep)
+    first.hashes.save()
+    assert str(dep) in (root / cache_mod.HASHES).read_text()
+    reads = _reads(monkeypatch)
+    again = cache_mod.FileHashes(root)
+    assert again(str(dep)) == first.hashes(str(dep))
+    assert str(dep) not in reads                         # from the index: not read
+    # same size, mtime put back: the write still changed ctime, so the file is read again
+    st = dep.stat()
+    dep.write_text("#define BLOCK 512\n")
+    os.utime(dep, ns=(st.st_atime_ns, st.st_mtime_ns))
+    third = cache_mod.FileHashes(root)
+    assert third(str(dep)) != first.hashes(str(dep))
+    assert str(dep) in reads
+    assert Cache(root).get(KEY) is None                  # the stored result no longer holds
+
+
+def test_a_recent_file_is_not_remembered_and_a_foreign_index_is_not_read(tmp_path):
+    from occlint.toolchain import cache as cache_mod
+
+    dep = tmp_path / "just_written.cuh"
+    dep.write_text("#define BLOCK 256\n")
+    root = tmp_path / "cache"
+    cache = _put(root, dep)
+    cache.hashes.save()
+    assert not (root / cache_mod.HASHES).exists()        # changed < 2 s ago: hashed next run
+    # a planted index in a folder that is not occlint's cache is ignored
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    st = dep.stat()
+    (foreign / cache_mod.HASHES).write_text(
+        '{"format": %d, "files": {"%s": [%d, %d, %d, %d, "%s"]}}'
+        % (cache_mod.FORMAT, dep, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, "0" * 64))
+    assert cache_mod.FileHashes(foreign)(str(dep)) != "0" * 64
+
+
+def test_the_index_is_never_written_through_a_link_and_clean_removes_it(tmp_path, monkeypatch):
+    from occlint.toolchain import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "SETTLED_NS", 0)
+    dep = tmp_path / "src.cu"
+    dep.write_text(SCALE_100)
+    root = tmp_path / ".occlint_cache"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    _put(root, dep)
+    os.symlink(victim, root / cache_mod.HASHES)
+    hashes = cache_mod.FileHashes(root)
+    hashes(str(dep))
+    hashes.save()
+    assert victim.read_text() == "keep\n"
+    (root / cache_mod.HASHES).unlink()
+    hashes = cache_mod.FileHashes(root)
+    hashes(str(dep))
+    hashes.save()
+    assert (root / cache_mod.HASHES).is_file()
+    assert run_cli("clean", cwd=tmp_path).returncode == 0
+    assert not root.exists()

@@ -20,7 +20,9 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
+import time
 from pathlib import Path
 
 from occlint.config import Config
@@ -80,26 +82,95 @@ def claim(root: Path) -> bool:
     return looks_like_cache(root)
 
 
-class FileHashes:
-    """sha256 of files, memoized for one run (headers are shared by many files and archs)."""
+HASHES = "hashes.idx"     # JSON; not *.json, which names cache entries
+SETTLED_NS = 2_000_000_000     # a file changed this recently is hashed again next run (ccache's rule)
+MAX_HASHES = 50_000            # remembered files; beyond it, only the last run's are kept
 
-    def __init__(self) -> None:
+
+class FileHashes:
+    """sha256 of files, memoized for one run (headers are shared by many files and archs). With
+    a cache folder, the hashes are also remembered in its `hashes.idx` with each file's inode,
+    size, mtime and ctime: a later run whose stat finds all four the same takes the hash
+    without reading the file (a warm run's ~300 toolkit headers). A write changes ctime, which
+    no program can set back, and a file is remembered only once its ctime and mtime are
+    SETTLED_NS old, so a change within the clock's granularity is never missed."""
+
+    def __init__(self, root: Path | None = None) -> None:
         self._memo: dict[str, str | None] = {}
+        self._root = root
+        self._known: dict[str, list] | None = None   # path -> [ino, size, mtime, ctime, sha256]
+        self._added = 0
 
     def __call__(self, path: str) -> str | None:
         if path not in self._memo:
-            try:
-                self._memo[path] = hashlib.sha256(read_regular(path)).hexdigest()
-            except (OSError, ValueError):     # gone, unreadable, or a FIFO/tty/device
-                self._memo[path] = None
+            self._memo[path] = self._hash(path)
         return self._memo[path]
+
+    def _hash(self, path: str) -> str | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None                        # a FIFO, tty or device is never read
+        sig = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        known = self._stored().get(path)
+        if known is not None and known[:4] == sig:
+            return known[4]
+        try:
+            digest = hashlib.sha256(read_regular(path)).hexdigest()
+        except (OSError, ValueError):          # gone or unreadable
+            return None
+        if self._root is not None and \
+                max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - SETTLED_NS:
+            self._stored()[path] = [*sig, digest]
+            self._added += 1
+        return digest
+
+    def _stored(self) -> dict[str, list]:
+        if self._known is None:
+            self._known = {}
+            if self._root is not None and looks_like_cache(self._root):
+                with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                    data = json.loads(read_regular(self._root / HASHES).decode("utf-8"))
+                    if data["format"] == FORMAT:
+                        self._known = {p: v for p, v in data["files"].items()
+                                       if isinstance(v, list) and len(v) == 5
+                                       and all(isinstance(x, int) for x in v[:4])
+                                       and isinstance(v[4], str)}
+        return self._known
+
+    def save(self) -> None:
+        """Write `hashes.idx` when this run hashed files it did not know (atomically; into a
+        folder occlint created only, never through a link)."""
+        if not self._added or self._root is None or self._known is None:
+            return
+        self._added = 0
+        known = self._known
+        if len(known) > MAX_HASHES:
+            known = {p: v for p, v in known.items() if p in self._memo}
+        target = self._root / HASHES
+        try:
+            if not claim(self._root) or target.is_symlink():
+                return
+            fd, tmp = tempfile.mkstemp(dir=self._root, prefix=".tmp-hashes-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump({"format": FORMAT, "files": known}, fh, separators=(",", ":"))
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            pass          # a read-only or full disk never fails a lint
 
 
 class Cache:
     def __init__(self, root: Path, max_bytes: int = MAX_BYTES) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
-        self.hashes = FileHashes()
+        self.hashes = FileHashes(self.root)
         self._verified: dict[str, bool] = {}    # dependency list -> unchanged, in this run
         self._lists: dict[str, list | None] = {}  # dependency list -> its (path, hash) pairs
         self.hits = self.misses = self.writes = 0
@@ -275,8 +346,9 @@ def remove(root: Path) -> tuple[int, int]:
         if _SUBDIR.match(sub.name) and sub.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
                 os.rmdir(sub.path)          # only when empty
-        elif (sub.name in ("probes.db", "includers.idx") or sub.name.startswith(".tmp-probes-")) \
-                and sub.is_file(follow_symlinks=False):    # toolchain.probe's answers, includers
+        elif (sub.name in ("probes.db", "includers.idx", HASHES)
+              or sub.name.startswith((".tmp-probes-", ".tmp-hashes-"))) \
+                and sub.is_file(follow_symlinks=False):    # probes, includers, file hashes
             with contextlib.suppress(OSError):
                 os.unlink(sub.path)
     left = {e.name for e in os.scandir(root)}

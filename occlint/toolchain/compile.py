@@ -467,6 +467,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     if cache is not None:
         if not getattr(cache, "refused", False):     # never write into a folder occlint did not create
             includers.remember(cache, report.includes, nvcc)
+            cache.hashes.save()
         if cache.writes:
             cache.evict()
     major = _major(nvcc.version)
