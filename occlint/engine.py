@@ -282,22 +282,22 @@ def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str]) -> d
     """Compile errors by the linted file they belong to: the file they name, else (a header that
     is not linted) the unit that was compiled, with the header's position in the message."""
     out: dict[str, list[CompileError]] = {}
+    by_real: dict[str, str] = {}                # each file's real path -> the first such file
+    for f in files if errors else ():
+        by_real.setdefault(os.path.realpath(f), f)
+
+    def match(path: str) -> str | None:
+        return by_real.get(os.path.realpath(path)) if path else None
+
     for err in errors:
-        target = _match_path(err.path, files)
+        target = match(err.path)
         if target is None:
-            target = _match_path(err.unit, files)
+            target = match(err.unit)
             where = f"{err.path}:{err.line}" if err.line else err.path
             err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
         if target is not None:
             out.setdefault(target, []).append(err)
     return out
-
-
-def _match_path(path: str, candidates: Sequence[str]) -> str | None:
-    if not path:
-        return None
-    full = os.path.realpath(path)
-    return next((c for c in candidates if os.path.realpath(c) == full), None)
 
 
 def _load_the_linter() -> None:
