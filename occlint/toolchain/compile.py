@@ -326,9 +326,23 @@ def _stored(entry: dict | None, unit: str):
     try:
         return ([usage_from_json(u, unit) for u in entry["usages"]],
                 [_error_from_json(e, unit) for e in entry["errors"]],
-                None if "failure" in entry else tuple(str(p) for p, _h in entry["deps"]))
+                None if "failure" in entry else _paths(entry["deps"]))
     except (KeyError, TypeError, ValueError):
         return None
+
+
+_PATHS: dict[int, tuple[list, tuple[str, ...]]] = {}
+
+
+def _paths(deps: list) -> tuple[str, ...]:
+    """The paths of a stored dependency list (the cache checked they are strings), made once per
+    list: a unit's archs share one (9 archs x ~350 headers)."""
+    hit = _PATHS.get(id(deps))
+    if hit is None or hit[0] is not deps:
+        if len(_PATHS) > 4096:
+            _PATHS.clear()
+        hit = _PATHS[id(deps)] = (deps, tuple(p for p, _h in deps))
+    return hit[1]
 
 
 def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = None,
