@@ -149,11 +149,9 @@ class Database:
         if near is None:
             near = self._near[folder] = self._nearest_folders(folder)
 
-        def score(cand: str):
-            return (_stem(cand) != stem, not cand.endswith(".cu"),
-                    near[os.path.dirname(cand)], cand)
-
-        return self.entries[min((c for where in near for c in self._folders[where]), key=score)]
+        best = min((_stem(c) != stem, not c.endswith(".cu"), depth, c)
+                   for where, depth in near.items() for c in self._folders[where])
+        return self.entries[best[-1]]
 
     def _nearest_folders(self, folder: str) -> dict[str, int]:
         """The entries' folders that share the most of `folder`'s path (`folder` itself when it
