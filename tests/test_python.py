@@ -242,6 +242,54 @@ def test_backend_nvcc_and_options_are_honoured(nvrtc_lib, nvcc_path):
     assert "OCC012" in {f.code for f in findings}
 
 
+COOPERATIVE = """
+template <int N> __global__ void tile(float* x) {
+    __shared__ float s[N];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = s[N - 1 - threadIdx.x];
+}
+template __global__ void tile<256>(float*);
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
+def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, nvrtc_lib, nvcc_path, tmp_path):
+    """enable_cooperative_groups=True: CuPy compiles relocatable code (--device-c / -rdc=true)
+    and links it with cudadevrt. ptxas's report is the code before the link (the template's
+    1 KiB tile reads 0 B); occlint's figures are the linked image's, the same as nvcc's own
+    `-rdc=true` compile and device link of the same source."""
+    from occlint.python.compile import compile_module
+    from occlint.toolchain.cubin import cubin_usage
+    from occlint.toolchain.devlink import devrt_dir
+
+    src = (f"import cupy\nSRC = r'''{COOPERATIVE}'''\nm = cupy.RawModule(code=SRC, backend={backend!r}, "
+           "enable_cooperative_groups=True)\n")
+    mod = extract(src, "x.py").modules[0]
+    assert mod.cooperative
+    got = compile_module(mod, "sm_90", "x.py", _cfg(nvcc=nvcc_path))
+    assert not got.errors and not got.warning, (got.errors, got.warning)
+    tile = next(u for u in got.usages if u.kernel == "tile")
+    unit = tmp_path / "k.cu"
+    unit.write_text(COOPERATIVE)
+    subprocess.run([nvcc_path, "-arch=sm_90", "-rdc=true", "-cubin", "-o", str(tmp_path / "k.o"), str(unit)],
+                   check=True, capture_output=True)
+    bin_dir = os.path.dirname(os.path.realpath(nvcc_path))
+    subprocess.run([os.path.join(bin_dir, "nvlink"), "-arch=sm_90", str(tmp_path / "k.o"), "-o",
+                    str(tmp_path / "linked.cubin"), "-L", devrt_dir(bin_dir), "-lcudadevrt"],
+                   check=True, capture_output=True)
+    want = next(u for u in cubin_usage((tmp_path / "linked.cubin").read_bytes()) if u.mangled == tile.mangled)
+    assert (tile.static_smem, tile.registers) == (want.static_smem, want.registers)
+    assert tile.static_smem == 1024                 # ptxas's report of the relocatable code: 0 B
+
+
+def test_a_cooperative_flag_that_cannot_be_read_is_said():
+    src = "import cupy\nm = cupy.RawModule(code='__global__ void k() {}', enable_cooperative_groups=FLAG)\n"
+    model = extract(src, "x.py")
+    assert not model.modules[0].cooperative
+    assert any("enable_cooperative_groups `FLAG`" in text for _at, text in model.problems)
+
+
 def test_compiles_are_cached(nvrtc_lib, tmp_path):
     from occlint.python.compile import compile_module
     from occlint.toolchain.cache import Cache

@@ -50,7 +50,7 @@ def lint_python(text: str, path: str, config, *, cache=None, compile: bool = Tru
                 result = compile_module(mod, arch, path, config, cache)
                 usage.setdefault(mod.index, []).extend(result.usages)
                 errors.setdefault(mod.index, []).extend(result.errors)
-                notice = result.notice
+                notice = result.notice or result.warning
                 if notice and "not found" not in notice:       # about this call: say where
                     from occlint.fix import make_span
                     at = make_span(text, mod.offset, mod.offset)

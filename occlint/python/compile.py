@@ -30,8 +30,9 @@ _NVRTC_DIAG = re.compile(r"^(?P<file>[^\n(]*)\((?P<line>\d+)\): (?P<kind>error|w
 class Compiled:
     usages: list[Usage] = field(default_factory=list)
     errors: list[CompileError] = field(default_factory=list)
-    notice: str | None = None
+    notice: str | None = None        # why it was not compiled
     cached: bool = False
+    warning: str | None = None       # compiled, with a caveat (code that could not be linked)
 
 
 def cupy_include() -> str | None:
@@ -86,6 +87,8 @@ def options_for(mod: Module) -> list[str]:
     opts = [o for o in mod.options if not _ARCH_OPTION.match(o)]
     if mod.framework == "cupy":
         opts.append("-ftz=true")
+        if mod.cooperative:      # CuPy compiles relocatable device code and links cudadevrt
+            opts.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
         # NVRTC has no default include path: CuPy adds its own and the CUDA headers (nvcc has them)
         for inc in (cupy_include(), cuda_include() if mod.backend == "nvrtc" else None):
             if inc:
@@ -113,7 +116,7 @@ def parse_nvrtc_log(log: str, path: str, arch: str, shift: int = 0) -> list[Comp
 
 def _key(mod: Module, backend: str, identity: str, options: list[str], arch: str, source: str) -> str:
     h = hashlib.sha256()
-    for part in ("python-1", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
+    for part in ("python-2", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\x1f")
     return h.hexdigest()
@@ -155,18 +158,20 @@ def compile_module(mod: Module, arch: str, path: str, config, cache=None) -> Com
         hit = cache.get(key)
         if hit is not None:
             return Compiled([usage_from_json(u, path) for u in hit["usages"]],
-                            [_error_from_json(e, path) for e in hit["errors"]], cached=True)
+                            [_error_from_json(e, path) for e in hit["errors"]], cached=True,
+                            warning=hit.get("warning") if isinstance(hit.get("warning"), str) else None)
     if backend == "nvrtc":
-        result = _with_nvrtc(mod, source, options, arch, path)
+        result = _with_nvrtc(mod, source, options, arch, path, config)
     else:
         result = _with_nvcc(mod, source, options, arch, path, nvcc, config)
     if cache is not None and not result.notice:
         cache.put(key, [], {"usages": [_usage_to_json(u) for u in result.usages],
-                            "errors": [asdict(e) for e in result.errors], "time": time.time()})
+                            "errors": [asdict(e) for e in result.errors], "time": time.time(),
+                            "warning": result.warning})
     return result
 
 
-def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: str) -> Compiled:
+def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: str, config) -> Compiled:
     from occlint.toolchain.cubin import CubinError, cubin_usage
     from occlint.toolchain.flags import vetted
     from occlint.toolchain.ptxas import parse_usage
@@ -189,7 +194,44 @@ def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: s
             usages = cubin_usage(prog.cubin, arch, path)
         except CubinError:
             usages = []
-    return Compiled(usages)
+    warnings: list[str] = []
+    if usages and prog.cubin:
+        usages = _linked(usages, prog.cubin, arch, config, f"this {mod.api} source", warnings)
+    return Compiled(usages, warning="; ".join(warnings) or None)
+
+
+def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,
+            warnings: list[str]) -> list[Usage]:
+    """NVRTC's usages with the cubin's launch attributes, as for nvcc's (`with_cubin_attributes`);
+    a relocatable cubin (`--device-c`, `-rdc=true`) is device-linked first with the toolkit's
+    nvlink and device runtime, as CuPy links it: ptxas's report is the code before the link
+    (a template kernel's `__shared__` tile reads 0 B)."""
+    from pathlib import Path
+
+    from occlint.toolchain.compile import with_cubin_attributes
+    from occlint.toolchain.cubin import needs_link
+    from occlint.toolchain.devlink import unlinked
+    from occlint.toolchain.safe import private_tmpdir
+
+    def warn(why: str) -> None:
+        warnings.append(unlinked(who, arch, why))
+
+    link = None
+    if needs_link(cubin):           # NVRTC's own toolkit's nvlink (as new), else nvcc's
+        bin_dir = nvrtc.toolkit_bin()
+        if bin_dir is None:
+            from occlint.toolchain import find_nvcc
+
+            nvcc = find_nvcc(config)
+            bin_dir = nvcc.bin_dir if nvcc is not None else None
+        if bin_dir is not None:
+            link = (arch, bin_dir, config.compile_timeout)
+        else:
+            warn("no nvlink was found beside NVRTC or nvcc")
+    with private_tmpdir() as tmp:
+        path = Path(tmp, "x.cubin")
+        path.write_bytes(cubin)
+        return with_cubin_attributes(usages, path, link, warn=warn)
 
 
 def _with_unit(u: Usage, path: str) -> Usage:

@@ -55,6 +55,7 @@ class Module:
     extern_c: bool = False           # PyCUDA wraps the source in extern "C" { }
     include_dirs: tuple[str, ...] = ()
     rewritten: str = ""              # CuPy's translate_cucomplex / jitify: the compiled text differs
+    cooperative: bool = False        # CuPy's enable_cooperative_groups: relocatable, then linked
 
 
 @dataclass(frozen=True)
@@ -592,6 +593,14 @@ class _Extractor(cst.CSTVisitor):
         if framework == "cupy":
             mod.rewritten = ", ".join(k for k in ("translate_cucomplex", "jitify")
                                       if k in kwargs and self.value(kwargs[k]) is not False)
+            coop = kwargs.get("enable_cooperative_groups")
+            if coop is not None:
+                flag = self.value(coop)
+                mod.cooperative = isinstance(flag, int) and bool(flag)    # (a bool is an int)
+                if not (flag is None or isinstance(flag, int)):
+                    self.model.problems.append((self.start(coop), (
+                        f"enable_cooperative_groups `{_short(self.source(coop))}` could not be "
+                        "evaluated; compiled without it (as one program, not linked)")))
         if api == "RawKernel":
             name_node = kwargs.get("name") or (args[1].value if len(args) > 1 else None)
             name = self.value(name_node) if name_node is not None else None

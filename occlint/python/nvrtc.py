@@ -64,6 +64,17 @@ def library() -> ctypes.CDLL | None:
         return _LIB
 
 
+def toolkit_bin() -> str | None:
+    """The bin folder of the toolkit NVRTC came with when it holds nvlink (a pip wheel's
+    `nvidia/cu13/bin`, a system CUDA's `bin`): a linker as new as NVRTC's cubins."""
+    lib = library()
+    path = getattr(lib, "_occlint_path", None)
+    if not path or not os.path.isabs(path):
+        return None
+    folder = os.path.normpath(os.path.join(os.path.dirname(os.path.realpath(path)), os.pardir, "bin"))
+    return folder if os.path.isfile(os.path.join(folder, "nvlink")) else None
+
+
 def version() -> tuple[int, int] | None:
     lib = library()
     if lib is None:

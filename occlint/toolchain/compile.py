@@ -219,12 +219,13 @@ def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
 
 
 def with_cubin_attributes(usages: list[Usage], cubin: Path,
-                          link: tuple[str, str, float] | None = None) -> list[Usage]:
+                          link: tuple[str, str, float] | None = None, warn=None) -> list[Usage]:
     """ptxas's usages, each with its launch attributes from the cubin ptxas wrote (matched by
     mangled name); unchanged when the cubin is missing or unreadable. With `link` (arch, the
     toolkit's bin folder, timeout), a relocatable cubin whose code refers to symbols is linked
     first (toolchain.devlink), and the linked kernels' registers, static shared memory,
-    barriers and stack frame replace ptxas's (its spill figures stay)."""
+    barriers and stack frame replace ptxas's (its spill figures stay). `warn(why)`: told why a
+    cubin could not be linked (default: a warning of the run, `devlink.unlinked`)."""
     from occlint.toolchain.cubin import (
         FIGURES,
         CubinError,
@@ -243,6 +244,8 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
             path, why = device_link(str(cubin), *link)
             if path:
                 data, linked = Path(path).read_bytes(), True
+            elif warn is not None:
+                warn(why)
             elif usages:
                 WARNINGS.add(unlinked(usages[0].unit, link[0], why))
         records = {r["mangled"]: r for r in cubin_records(data)}

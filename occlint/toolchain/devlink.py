@@ -44,9 +44,10 @@ def link(cubin: str, arch: str, bin_dir: str, timeout: float) -> tuple[str | Non
     if code == 0 and os.path.isfile(out):
         return out, ""
     said = text.decode("utf-8", "replace")
-    # "Undefined reference to 'f' in '/tmp/occlint-.../x.cubin'": the temp path says nothing
-    first = next((re.sub(r" in '[^']*'$", "", m.group(1).strip())
-                  for m in re.finditer(r"nvlink error\s*:\s*(.*)", said)), None)
+    # "Undefined reference to 'f' in '/tmp/occlint-.../x.cubin'", "Input file '/tmp/...'
+    # newer than toolkit (135 vs 130)": the temp path says nothing
+    first = next((re.sub(r" ?(?:in )?'[^']*x\.cubin'", "", m.group(1).strip())
+                  for m in re.finditer(r"nvlink (?:error|fatal)\s*:\s*(.*)", said)), None)
     return None, (first or ("timed out" if code is None else f"exit {code}")).strip()[:300]
 
 
