@@ -319,13 +319,29 @@ def _indented(value, indent: str) -> str:
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         if not value:
             return "{}"
-        return "{\n" + ",\n".join(f"{inner}{_escape(k)}: {_indented(v, inner)}"
+        return "{\n" + ",\n".join(f"{inner}{_escape(k)}: {_scalar(v) or _indented(v, inner)}"
                                     for k, v in value.items()) + f"\n{indent}}}"
     if isinstance(value, (list, tuple)):
         if not value:
             return "[]"
-        return "[\n" + ",\n".join(inner + _indented(v, inner) for v in value) + f"\n{indent}]"
+        return "[\n" + ",\n".join(inner + (_scalar(v) or _indented(v, inner))
+                                    for v in value) + f"\n{indent}]"
     return json.dumps(value, indent=1).replace("\n", "\n" + indent)    # floats and the rest
+
+
+def _scalar(value) -> str:
+    """A string, int, bool or None as JSON; "" for anything else (most of a record's values:
+    written here without a call of `_indented` each)."""
+    kind = value.__class__
+    if kind is str:
+        return _escape(value)
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    return ""
 
 
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
