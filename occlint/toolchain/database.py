@@ -118,6 +118,7 @@ class Database:
                 dict.__setitem__(self.entries, real, (directory, item, path, source))
         self._folders: dict[str, list[str]] = {}
         self._near: dict[str, dict[str, int]] = {}     # folder -> _nearest_folders(folder)
+        self._under: dict[str, list[str]] | None = None
         for real in self.entries:
             self._folders.setdefault(os.path.dirname(real), []).append(real)
 
@@ -158,10 +159,24 @@ class Database:
         has entries), each -> its depth below the common path."""
         if folder in self._folders:
             return {folder: 0}
-        common = {where: len(os.path.commonpath([folder, where]).split(os.sep))
-                  for where in self._folders}
-        most = max(common.values())
-        return {where: len(where.split(os.sep)) - most for where, c in common.items() if c == most}
+        if self._under is None:         # each ancestor of an entry's folder -> those folders
+            self._under = {}
+            for where in self._folders:
+                above = where
+                while True:
+                    self._under.setdefault(above, []).append(where)
+                    parent = os.path.dirname(above)
+                    if parent == above:
+                        break
+                    above = parent
+        above = folder                  # the deepest ancestor `folder` shares with an entry
+        while above not in self._under and os.path.dirname(above) != above:
+            above = os.path.dirname(above)
+        under = self._under.get(above)
+        if not under:                   # (a relative path shares nothing)
+            return {where: 0 for where in self._folders}
+        most = len(above.split(os.sep))
+        return {where: len(where.split(os.sep)) - most for where in under}
 
 
 def _stem(path: str) -> str:
