@@ -100,6 +100,25 @@ def test_a_unit_that_links_only_with_others_keeps_ptxas_figures_with_a_warning(t
     assert "_Z9elsewheref" in report.notice and "x.cubin" not in report.notice
 
 
+def test_a_warm_run_says_the_link_warning_again(tmp_path, nvcc_path):
+    """The warning belongs to the compile's result: a run the cache answers says it too (it
+    used to appear on the cold run only), and a unit without kernels (device functions for
+    other units) is not linked and says nothing."""
+    (tmp_path / "ext.cu").write_text(EXTERN)
+    (tmp_path / "lib.cu").write_text("__device__ float helper(float x) { return x * 2.f; }\n"
+                                     "extern __device__ float other(float);\n"
+                                     "__device__ float both(float x) { return other(x); }\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",),
+                    nvcc_flags=("-rdc=true",), cache_dir=str(tmp_path / "cache"))
+    units = [str(tmp_path / "ext.cu"), str(tmp_path / "lib.cu")]
+    cold = collect_usage(units, config)
+    warm = collect_usage(units, config)
+    assert cold.compiled == 2 and warm.cached == 2 and warm.compiled == 0
+    for report in (cold, warm):
+        assert report.notice is not None and report.notice.count("does not link alone") == 1
+        assert "ext.cu" in report.notice and "lib.cu" not in report.notice
+
+
 def test_the_launcher_records_rdc_objects_from_the_device_link(tmp_path, nvcc_path):
     src = tmp_path / "rdc.cu"
     src.write_text(RDC)

@@ -22,6 +22,7 @@ from occlint.model import CompileError, Usage
 from occlint.process import kill_all, thread_map
 from occlint.process import run as run_process
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
+from occlint.toolchain.devlink import unlinked
 from occlint.toolchain.discover import Nvcc, find_nvcc
 from occlint.toolchain.failure import Failure, fingerprint, missing_headers
 from occlint.toolchain.flags import UnitCommand, archs_for, unit_command
@@ -122,12 +123,15 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
 
 
 def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, timeout: float,
-                *, failures: bool = False, started=None, memo: dict | None = None
+                *, failures: bool = False, started=None, memo: dict | None = None,
+                warnings: list[str] | None = None
                 ) -> tuple[list[Usage], list[CompileError], list[str] | Failure | None]:
     """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable; with
     `failures`, a Failure when a header is missing: one more preprocessing run finds it).
     `started()` is called once nvcc runs. `memo`: one run's answers that are the same for
-    every arch of a unit (its inputs' kinds, its resolved dependency lists).
+    every arch of a unit (its inputs' kinds, its resolved dependency lists). `warnings`: where
+    the compile's caveats go (a flag kept from the shell, code that could not be linked), so
+    that its cache entry can say them again; default, the run's WARNINGS.
     nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
     memo = {} if memo is None else memo
@@ -143,7 +147,9 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
         except OSError as exc:
             return [], [CompileError(unit, None, None, f"cannot prepare the compile: {exc}", arch,
                                      "nvcc", None, unit)], None
-        WARNINGS.update(st.warnings)
+        note = warnings.append if warnings is not None else WARNINGS.add
+        for text in st.warnings:
+            note(text)
         cmd = compile_command(nvcc, st.source, arch, st.flags, tmp)
         try:
             code, out = run_with_timeout(cmd, cwd, timeout, started)
@@ -154,7 +160,8 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
             msg = f"compiling for {arch} timed out after {timeout:g} s"
             return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
         usages = with_cubin_attributes(parse_usage(out, arch, unit), Path(tmp, "x.cubin"),
-                                       link=(arch, nvcc.bin_dir, timeout))
+                                       link=(arch, nvcc.bin_dir, timeout),
+                                       warn=lambda why: note(unlinked(unit, arch, why)))
         errors = [
             CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
                          e.arch, e.kind, e.kernel, unit)
@@ -237,16 +244,15 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
     try:
         data = cubin.read_bytes()
         linked = False
-        if link is not None and needs_link(data):
+        if link is not None and usages and needs_link(data):     # (no kernel: nothing to read)
             from occlint.toolchain.devlink import link as device_link
-            from occlint.toolchain.devlink import unlinked
 
             path, why = device_link(str(cubin), *link)
             if path:
                 data, linked = Path(path).read_bytes(), True
             elif warn is not None:
                 warn(why)
-            elif usages:
+            else:
                 WARNINGS.add(unlinked(usages[0].unit, link[0], why))
         records = {r["mangled"]: r for r in cubin_records(data)}
     except (OSError, CubinError, struct.error, ValueError, IndexError):
@@ -322,14 +328,17 @@ def _error_from_json(d: dict, unit: str) -> CompileError:
 
 
 def _stored(entry: dict | None, unit: str):
-    """(usages, errors, deps) of a cache entry, or None when it is missing or not what this
-    occlint writes (any unexpected or missing field is a miss, never a crash)."""
+    """(usages, errors, deps, warnings) of a cache entry, or None when it is missing or not
+    what this occlint writes (any unexpected or missing field is a miss, never a crash)."""
     if entry is None:
         return None
     try:
+        said = entry["warnings"]
+        if not isinstance(said, list) or not all(isinstance(w, str) for w in said):
+            return None
         return ([usage_from_json(u, unit) for u in entry["usages"]],
                 [_error_from_json(e, unit) for e in entry["errors"]],
-                None if "failure" in entry else _paths(entry["deps"]))
+                None if "failure" in entry else _paths(entry["deps"]), said)
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -398,6 +407,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     toolchain = nvcc.identity
     results: dict[tuple[str, str], tuple[list[Usage], list[CompileError]]] = {}
     todo: list[tuple[str, str, list[str], str, str | None]] = []
+    said_before: set[str] = set()       # the warnings of the compiles the cache answers
     for unit in units:
         plan = plans[unit]
         flags, cwd = list(plan.flags), plan.cwd
@@ -406,6 +416,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             hit = _stored(cache.get(key), unit) if key else None
             if hit is not None:
                 results[(unit, arch)] = hit[:2]
+                said_before.update(hit[3])
                 if hit[2] is not None:          # a remembered failure says nothing of includes
                     report.includes[unit] = hit[2]
                 report.cached += 1
@@ -417,10 +428,12 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     busy = [0]
     lock = threading.Lock()
     memo: dict = {}
+    caveats: dict[tuple[str, str], list[str]] = {}     # (unit, arch) -> its compile's warnings
 
     def work(item):
         unit, arch, flags, cwd, _key = item
         ran = []
+        said = caveats[(unit, arch)] = []
 
         def started():
             with lock:
@@ -428,7 +441,8 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             ran.append(True)
         try:
             return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
-                               failures=cache is not None, started=started, memo=memo)
+                               failures=cache is not None, started=started, memo=memo,
+                               warnings=said)
         finally:
             if ran:
                 with lock:
@@ -438,6 +452,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
     WARNINGS.clear()
+    WARNINGS.update(said_before)
     pool = thread_map(work, todo, workers) if todo else None
     try:
         done = iter(pool) if pool else ()
@@ -451,12 +466,15 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             _raise_if_tool_broken(errors, nvcc)
             results[(unit, arch)] = (usages, errors)
             report.compiled += 1
+            said = caveats.get((unit, arch), [])
+            WARNINGS.update(said)
             if isinstance(deps, Failure):
                 if cache and key:
                     cache.put(key, deps.deps, {
                         "usages": [_usage_to_json(u) for u in usages],
                         "errors": [asdict(e) for e in errors],
                         "failure": deps.to_json(),
+                        "warnings": said,
                         "time": time.time(),
                     })
             elif deps is not None:
@@ -465,6 +483,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
                     cache.put(key, deps, {
                         "usages": [_usage_to_json(u) for u in usages],
                         "errors": [asdict(e) for e in errors],
+                        "warnings": said,
                         "time": time.time(),
                     })
     except BaseException:  # Ctrl-C, SIGTERM or a broken tool: drop queued compiles, kill running ones
