@@ -232,7 +232,7 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
     toolkit's bin folder, timeout), a relocatable cubin whose code refers to symbols is linked
     first (toolchain.devlink), and the linked kernels' registers, static shared memory,
     barriers and stack frame replace ptxas's (its spill figures stay). `warn(why)`: told why a
-    cubin could not be linked (default: a warning of the run, `devlink.unlinked`)."""
+    cubin could not be linked (its figures then stay ptxas's)."""
     from occlint.toolchain.cubin import (
         FIGURES,
         CubinError,
@@ -252,8 +252,6 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
                 data, linked = Path(path).read_bytes(), True
             elif warn is not None:
                 warn(why)
-            else:
-                WARNINGS.add(unlinked(usages[0].unit, link[0], why))
         records = {r["mangled"]: r for r in cubin_records(data)}
     except (OSError, CubinError, struct.error, ValueError, IndexError):
         return usages
