@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             from occlint.commands.nvcc import launch  # once per compile: skip argparse
             return launch(argv[1:])
         except KeyboardInterrupt:               # before the compiler started: nothing to wait for
-            return 130
+            return _interrupted()
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     if not argv:
         parser.print_help()
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + exc.signum
     except KeyboardInterrupt:
         kill_all(final=True)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         return 0
     except Exception as exc:  # never a traceback for users; OCCLINT_DEBUG=1 shows one
@@ -96,3 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"occlint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("occlint: set OCCLINT_DEBUG=1 for a traceback and please report it", file=sys.stderr)
         return 2
+
+
+def _interrupted() -> int:
+    """130, a Ctrl-C's exit code. CPython marks a KeyboardInterrupt raised inside exec() of a
+    string as unhandled even once it is caught (dataclasses builds its methods that way, so a
+    Ctrl-C during an import can land there), and `python -m` then ends the process by SIGINT
+    instead of this code; a later exec() clears the mark."""
+    exec("pass")  # noqa: S102
+    return 130
