@@ -103,5 +103,5 @@ def _interrupted() -> int:
     string as unhandled even once it is caught (dataclasses builds its methods that way, so a
     Ctrl-C during an import can land there), and `python -m` then ends the process by SIGINT
     instead of this code; a later exec() clears the mark."""
-    exec("pass")  # noqa: S102
+    exec("pass")
     return 130
