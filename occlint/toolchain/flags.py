@@ -316,7 +316,13 @@ def source_views(paths: Iterable[str], config: Config,
     given = base.predefined()
     for path in headers:
         tables, dirs = [], list(base.include_dirs)
-        for unit in _includers(path, paths, includes, config, named)[:MAX_PREFIX_INCLUDERS]:
+        readers = memo.get("readers")
+        if readers is None and includes:         # each file a unit read -> those units
+            readers = memo["readers"] = {}
+            for unit, deps in includes.items():
+                for dep in deps:
+                    readers.setdefault(dep, []).append(unit)
+        for unit in _includers(path, paths, readers, config, named)[:MAX_PREFIX_INCLUDERS]:
             data = read_header(unit)
             view = unit_view(unit)
             table = macros_at(data, unit, view, path) if data else None
@@ -328,19 +334,19 @@ def source_views(paths: Iterable[str], config: Config,
     return out
 
 
-def _includers(header: str, paths: list[str], includes, config: Config,
-               named: dict[str, frozenset] | None = None) -> list[str]:
-    """Units that read `header`: from the dependency lists, else those among `paths` whose text
-    has an `#include` of a file of its name (`includers.included_names`; nearest folder first),
-    else the database's. `named`: unit -> the names it includes, filled here once per unit
-    (pass the same dict for every header of one run)."""
+def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | None,
+               config: Config, named: dict[str, frozenset] | None = None) -> list[str]:
+    """Units that read `header`: from the dependency lists (`readers`: each file a unit read ->
+    those units), else those among `paths` whose text has an `#include` of a file of its name
+    (`includers.included_names`; nearest folder first), else the database's. `named`: unit ->
+    the names it includes, filled here once per unit (pass the same dict for every header of
+    one run)."""
     from occlint.discover import is_header
     from occlint.source.preproc import read_header
     from occlint.toolchain.includers import included_names
 
-    target = os.path.realpath(header)
-    if includes:
-        found = sorted(u for u, deps in includes.items() if target in deps and u != header)
+    if readers:
+        found = sorted(u for u in set(readers.get(os.path.realpath(header), ())) if u != header)
         if found:
             return found
     name = os.path.basename(header)
