@@ -203,10 +203,10 @@ def _included_by(header: str, given: set[str], config: Config) -> bool:
     from occlint.toolchain.database import database_for
 
     db = database_for(header, config)
-    name = os.path.basename(header)
-    return db is not None and any(
-        u.endswith(".cu") and dict.__contains__(db.entries, u) and name in included_names(_text(u))
-        for u in given)
+    if db is None:
+        return False
+    mine = tuple(sorted(u for u in given if u.endswith(".cu") and dict.__contains__(db.entries, u)))
+    return bool(_by_name(mine).get(os.path.basename(header)))      # (read once per run)
 
 
 def _shown(path: str) -> str:
