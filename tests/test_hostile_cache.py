@@ -4,6 +4,7 @@ CACHEDIR.TAG), never over existing files; `clean` removes only what occlint wrot
 from __future__ import annotations
 
 import os
+import time
 
 from conftest import SCALE_100, run_cli
 from occlint.toolchain.cache import TAG, Cache, looks_like_cache
@@ -141,7 +142,10 @@ def test_a_settled_file_hash_is_taken_from_the_index_until_the_file_is_written(t
     assert again(str(dep)) == first.hashes(str(dep))
     assert str(dep) not in reads                         # from the index: not read
     # same size, mtime put back: the write still changed ctime, so the file is read again
+    # (a file's times come from a coarse clock: the write must land on a later tick, as the
+    # 2 s SETTLED_NS guarantees outside this test)
     st = dep.stat()
+    time.sleep(0.05)
     dep.write_text("#define BLOCK 512\n")
     os.utime(dep, ns=(st.st_atime_ns, st.st_mtime_ns))
     third = cache_mod.FileHashes(root)
