@@ -98,10 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+
 def _interrupted() -> int:
-    """130, a Ctrl-C's exit code. CPython marks a KeyboardInterrupt raised inside exec() of a
-    string as unhandled even once it is caught (dataclasses builds its methods that way, so a
-    Ctrl-C during an import can land there), and `python -m` then ends the process by SIGINT
-    instead of this code; a later exec() clears the mark."""
-    exec("pass")
+    """130, a Ctrl-C's exit code (`process.interrupt_handled` first)."""
+    from occlint.process import interrupt_handled
+
+    interrupt_handled()
     return 130

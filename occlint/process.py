@@ -210,6 +210,14 @@ def handle_sigterm() -> None:
                 pass
 
 
+def interrupt_handled() -> None:
+    """Say that a KeyboardInterrupt was caught. CPython marks one raised inside exec() of a
+    string as unhandled even once it is caught (dataclasses builds its methods that way, so a
+    Ctrl-C during an import can land there), and `python -m` then ends the process by SIGINT
+    instead of its exit code; a later exec() clears the mark."""
+    exec("pass")
+
+
 class thread_map:
     """`fn` over `items` in `workers` threads; iterating yields the results in order (an item's
     exception is raised at its turn). `stop()` drops the items not yet started. Lighter than

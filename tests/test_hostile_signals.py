@@ -161,20 +161,24 @@ def test_a_child_registers_its_group_before_it_runs(monkeypatch):
     assert lines.index(plus[0]) < lines.index(b"-g" + plus[0][2:])
 
 
-def test_an_interrupt_raised_inside_exec_still_exits_130(tmp_path):
+@pytest.mark.parametrize(("patched", "argv", "code"), [
+    ("run", "['check', '.']", 130),               # the command: exit 130
+    ("once", "['check', '--watch', '.']", 0),     # --watch: Ctrl-C stops it, exit 0
+])
+def test_an_interrupt_raised_inside_exec_keeps_the_exit_code(tmp_path, patched, argv, code):
     """CPython marks a KeyboardInterrupt raised inside exec() of a string as unhandled even when
     it is caught, and `python -m` then ends by SIGINT instead of the exit code. dataclasses
     builds methods with exec(), so a Ctrl-C during an import (the linter loads while nvcc
-    runs) landed there about once in twenty runs under load: occlint must still exit 130."""
+    runs) landed there about once in twenty runs under load."""
     (tmp_path / "interrupted.py").write_text(
         "import sys\n"
         "import occlint.commands.check as check\n"
-        "def run(args):\n"
+        "def interrupted(*args):\n"
         "    exec('raise KeyboardInterrupt')\n"
-        "check.run = run\n"
+        f"check.{patched} = interrupted\n"
         "from occlint.cli import main\n"
-        "sys.exit(main(['check', '.']))\n")
+        f"sys.exit(main({argv}))\n")
     proc = subprocess.run([sys.executable, "-m", "interrupted"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr

@@ -53,4 +53,7 @@ def watch(args, lint, *, interval: float = 0.5, rounds: int | None = None) -> in
             while _snapshot(args) == before:
                 time.sleep(interval)
     except KeyboardInterrupt:
+        from occlint.process import interrupt_handled
+
+        interrupt_handled()
         return 0
