@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -242,6 +243,27 @@ def test_watch_lints_again_on_change(tmp_path):
         (root / "k.cuh").write_text(FIXED)
         wait_for("File change detected")
         wait_for("All checks passed!")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 0), (signal.SIGTERM, 128 + 15)],
+                         ids=["SIGINT", "SIGTERM"])
+def test_watch_stops_on_ctrl_c_with_0_and_on_sigterm_with_143(tmp_path, sig, code):
+    root = project(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "occlint", "check", "--watch",
+                             "--output-format", "concise"], cwd=root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and "Found 1 finding." not in proc.stdout.readline():
+            pass
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == code, out
+        assert "Traceback" not in out
     finally:
         proc.kill()
         proc.wait()

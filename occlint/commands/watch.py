@@ -1,6 +1,7 @@
 """`check --watch`: lint, then lint again whenever a linted file (or a config file) changes.
 
-Polls modification times twice a second (no extra dependency); Ctrl-C stops it with exit 0.
+Polls modification times twice a second (no extra dependency); Ctrl-C stops it with exit 0,
+SIGTERM with 143 as any command.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def watch(args, lint, *, interval: float = 0.5, rounds: int | None = None) -> in
                 return 0
             while _snapshot(args) == before:
                 time.sleep(interval)
-    except KeyboardInterrupt:
-        from occlint.process import interrupt_handled
+    except KeyboardInterrupt as exc:
+        from occlint.process import Terminated, interrupt_handled
 
+        if isinstance(exc, Terminated):
+            raise               # SIGTERM: the command's 128 + signal, not a Ctrl-C's stop
         interrupt_handled()
         return 0
