@@ -220,12 +220,16 @@ def test_unknown_option_prints_the_sub_command_usage(tmp_path):
     assert k.stderr.startswith("usage: occlint kernels ")
 
 
-def test_watch_lints_again_on_change(tmp_path):
-    root = project(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "occlint", "check", "--watch",
+def _watch(root) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "occlint", "check", "--watch",
                              "--output-format", "concise"], cwd=root, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def test_watch_lints_again_on_change(tmp_path):
+    root = project(tmp_path)
+    proc = _watch(root)
     try:
         lines = []
 
@@ -251,11 +255,7 @@ def test_watch_lints_again_on_change(tmp_path):
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 0), (signal.SIGTERM, 128 + 15)],
                          ids=["SIGINT", "SIGTERM"])
 def test_watch_stops_on_ctrl_c_with_0_and_on_sigterm_with_143(tmp_path, sig, code):
-    root = project(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "occlint", "check", "--watch",
-                             "--output-format", "concise"], cwd=root, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = _watch(project(tmp_path))
     try:
         end = time.monotonic() + 60
         while time.monotonic() < end and "Found 1 finding." not in proc.stdout.readline():
