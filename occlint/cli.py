@@ -98,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-
 def _interrupted() -> int:
     """130, a Ctrl-C's exit code (`process.interrupt_handled` first)."""
     from occlint.process import interrupt_handled

@@ -202,16 +202,13 @@ def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: s
 
 def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,
             warnings: list[str]) -> list[Usage]:
-    """NVRTC's usages with the cubin's launch attributes, as for nvcc's (`with_cubin_attributes`);
+    """NVRTC's usages with the cubin's launch attributes, as for nvcc's (`cubin_attributes`);
     a relocatable cubin (`--device-c`, `-rdc=true`) is device-linked first with the toolkit's
     nvlink and device runtime, as CuPy links it: ptxas's report is the code before the link
     (a template kernel's `__shared__` tile reads 0 B)."""
-    from pathlib import Path
-
-    from occlint.toolchain.compile import with_cubin_attributes
+    from occlint.toolchain.compile import cubin_attributes
     from occlint.toolchain.cubin import needs_link
     from occlint.toolchain.devlink import unlinked
-    from occlint.toolchain.safe import private_tmpdir
 
     def warn(why: str) -> None:
         warnings.append(unlinked(who, arch, why))
@@ -228,10 +225,7 @@ def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,
             link = (arch, bin_dir, config.compile_timeout)
         else:
             warn("no nvlink was found beside NVRTC or nvcc")
-    with private_tmpdir() as tmp:
-        path = Path(tmp, "x.cubin")
-        path.write_bytes(cubin)
-        return with_cubin_attributes(usages, path, link, warn=warn)
+    return cubin_attributes(usages, cubin, link, warn=warn)
 
 
 def _with_unit(u: Usage, path: str) -> Usage:

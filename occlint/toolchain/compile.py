@@ -227,12 +227,23 @@ def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
 
 def with_cubin_attributes(usages: list[Usage], cubin: Path,
                           link: tuple[str, str, float] | None = None, warn=None) -> list[Usage]:
-    """ptxas's usages, each with its launch attributes from the cubin ptxas wrote (matched by
-    mangled name); unchanged when the cubin is missing or unreadable. With `link` (arch, the
-    toolkit's bin folder, timeout), a relocatable cubin whose code refers to symbols is linked
-    first (toolchain.devlink), and the linked kernels' registers, static shared memory,
-    barriers and stack frame replace ptxas's (its spill figures stay). `warn(why)`: told why a
-    cubin could not be linked (its figures then stay ptxas's)."""
+    """`cubin_attributes` of the cubin file ptxas wrote; `usages` unchanged when it is missing
+    or unreadable."""
+    try:
+        data = cubin.read_bytes()
+    except OSError:
+        return usages
+    return cubin_attributes(usages, data, link, warn)
+
+
+def cubin_attributes(usages: list[Usage], cubin: bytes,
+                     link: tuple[str, str, float] | None = None, warn=None) -> list[Usage]:
+    """ptxas's usages, each with its launch attributes from `cubin` (matched by mangled name);
+    unchanged when the cubin cannot be read. With `link` (arch, the toolkit's bin folder,
+    timeout), a relocatable cubin whose code refers to symbols is linked first
+    (`devlink.linked_image`), and the linked kernels' registers, static shared memory, barriers
+    and stack frame replace ptxas's (its spill figures stay). `warn(why)`: told why a cubin
+    could not be linked (its figures then stay ptxas's)."""
     from occlint.toolchain.cubin import (
         FIGURES,
         CubinError,
@@ -242,17 +253,15 @@ def with_cubin_attributes(usages: list[Usage], cubin: Path,
     )
 
     try:
-        data = cubin.read_bytes()
         linked = False
-        if link is not None and usages and needs_link(data):     # (no kernel: nothing to read)
-            from occlint.toolchain.devlink import link as device_link
+        if link is not None and usages and needs_link(cubin):    # (no kernel: nothing to read)
+            from occlint.toolchain.devlink import linked_image
 
-            path, why = device_link(str(cubin), *link)
-            if path:
-                data, linked = Path(path).read_bytes(), True
-            elif warn is not None:
+            cubin, why = linked_image(cubin, *link)
+            linked = not why
+            if why and warn is not None:
                 warn(why)
-        records = {r["mangled"]: r for r in cubin_records(data)}
+        records = {r["mangled"]: r for r in cubin_records(cubin)}
     except (OSError, CubinError, struct.error, ValueError, IndexError):
         return usages
     out = []

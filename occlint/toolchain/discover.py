@@ -42,17 +42,23 @@ class Nvcc:
     @cached_property
     def host_version(self) -> str:
         _await_prefetch(self)
-        return host_compiler_version(self.host_compiler, self.probe_cache, self.timeout)
+        return self._probe_host()
 
     @property
     def archs(self) -> tuple[str, ...]:
         """`sm_XX` targets this nvcc compiles, from `nvcc --list-gpu-arch`."""
         if self._archs is None:
             _await_prefetch(self)
-            out = _run([self.path, "--list-gpu-arch"], self.probe_cache, timeout=self.timeout)
-            found = re.findall(r"compute_(\w+)", out)
+            found = re.findall(r"compute_(\w+)", self._probe_archs())
             self._archs = tuple(f"sm_{a}" for a in sorted(set(found), key=_arch_key))
         return self._archs
+
+    # the two probes `_prefetch` starts ahead (their answers are remembered: probe.run)
+    def _probe_archs(self) -> str:
+        return _run([self.path, "--list-gpu-arch"], self.probe_cache, timeout=self.timeout)
+
+    def _probe_host(self) -> str:
+        return host_compiler_version(self.host_compiler, self.probe_cache, self.timeout)
 
     @property
     def identity(self) -> str:
@@ -92,9 +98,8 @@ def _prefetch(nvcc: Nvcc) -> None:
     """Ask `--list-gpu-arch` and the host compiler's version, each in a thread, while the
     caller plans the compiles (a cold run waited for each in turn before its first compile);
     `archs` and `host_version` wait for them, and the answers are remembered (probe.run)."""
-    jobs = [lambda: _run([nvcc.path, "--list-gpu-arch"], nvcc.probe_cache, timeout=nvcc.timeout),
-            lambda: host_compiler_version(nvcc.host_compiler, nvcc.probe_cache, nvcc.timeout)]
-    threads = [threading.Thread(target=job, name="occlint-probe", daemon=True) for job in jobs]
+    threads = [threading.Thread(target=job, name="occlint-probe", daemon=True)
+               for job in (nvcc._probe_archs, nvcc._probe_host)]
     _PREFETCH[nvcc.path] = threads
     for thread in threads:
         thread.start()

@@ -314,14 +314,14 @@ def source_views(paths: Iterable[str], config: Config,
         return out
     base = view_from_flags(config_flags(config), config.root, complete=False)   # a header's
     given = base.predefined()
+    readers = memo.get("readers")
+    if readers is None and includes:             # each file a unit read -> those units
+        readers = memo["readers"] = {}
+        for unit, deps in includes.items():
+            for dep in deps:
+                readers.setdefault(dep, []).append(unit)
     for path in headers:
         tables, dirs = [], list(base.include_dirs)
-        readers = memo.get("readers")
-        if readers is None and includes:         # each file a unit read -> those units
-            readers = memo["readers"] = {}
-            for unit, deps in includes.items():
-                for dep in deps:
-                    readers.setdefault(dep, []).append(unit)
         for unit in _includers(path, paths, readers, config, named)[:MAX_PREFIX_INCLUDERS]:
             data = read_header(unit)
             view = unit_view(unit)
