@@ -273,7 +273,7 @@ def _compile(files: list[str], args, config):
 
 
 MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among processes (jobs)
-PIECES_PER_JOB = 4                 # taken one by one: a process that finishes early takes more
+PIECES_PER_JOB = 8                 # taken one by one: a process that finishes early takes more
 
 
 def _shares(files: list[str], sizes: list[int], jobs: int | None) -> tuple[list[list[str]], int]:
