@@ -787,6 +787,6 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         if key in seen:
             continue
         seen.add(key)
-        values = {"message": err.message.strip(), "arch": err.arch or ""}
+        values = {"message": err.message.strip(), "arch": err.arch or "", "compiler": err.compiler}
         yield Hit("OCC900", span, values, "with_arch" if err.arch else "message", err.arch,
                   err.kernel, None, ())

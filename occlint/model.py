@@ -213,6 +213,7 @@ class CompileError:
     kind: str = "error"              # error | fatal | ptxas | timeout | nvcc
     kernel: str | None = None        # demangled qualified name, when ptxas names an entry
     unit: str = ""                   # the .cu compiled
+    compiler: str = "nvcc"           # who reported it: nvcc, or NVRTC for a Python file's string
 
 
 # --- what occlint reports ------------------------------------------------------------------------

@@ -251,10 +251,24 @@ template <int N> __global__ void tile(float* x) {
 }
 template __global__ void tile<256>(float*);
 """
+# what cooperative groups are for: CUDA 13 keeps <cooperative_groups.h>'s CCCL headers in
+# include/cccl, which NVRTC (no default include path) found only when occlint put it there
+GRID_SYNC = COOPERATIVE + """
+#include <cooperative_groups.h>
+__global__ void step(float* x) {
+    __shared__ float s[128];
+    cooperative_groups::grid_group g = cooperative_groups::this_grid();
+    s[threadIdx.x] = x[g.thread_rank()];
+    g.sync();
+    x[g.thread_rank()] = s[127 - threadIdx.x];
+}
+"""
 
 
 @pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
-def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, nvrtc_lib, nvcc_path, tmp_path):
+@pytest.mark.parametrize("code", [COOPERATIVE, GRID_SYNC], ids=["template", "grid_sync"])
+def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, code, nvrtc_lib, nvcc_path,
+                                                                tmp_path):
     """enable_cooperative_groups=True: CuPy compiles relocatable code (--device-c / -rdc=true)
     and links it with cudadevrt. ptxas's report is the code before the link (the template's
     1 KiB tile reads 0 B); occlint's figures are the linked image's, the same as nvcc's own
@@ -263,7 +277,7 @@ def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, nvrtc_l
     from occlint.toolchain.cubin import cubin_usage
     from occlint.toolchain.devlink import devrt_dir
 
-    src = (f"import cupy\nSRC = r'''{COOPERATIVE}'''\nm = cupy.RawModule(code=SRC, backend={backend!r}, "
+    src = (f"import cupy\nSRC = r'''{code}'''\nm = cupy.RawModule(code=SRC, backend={backend!r}, "
            "enable_cooperative_groups=True)\n")
     mod = extract(src, "x.py").modules[0]
     assert mod.cooperative
@@ -271,7 +285,7 @@ def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, nvrtc_l
     assert not got.errors and not got.warning, (got.errors, got.warning)
     tile = next(u for u in got.usages if u.kernel == "tile")
     unit = tmp_path / "k.cu"
-    unit.write_text(COOPERATIVE)
+    unit.write_text(code)
     subprocess.run([nvcc_path, "-arch=sm_90", "-rdc=true", "-cubin", "-o", str(tmp_path / "k.o"), str(unit)],
                    check=True, capture_output=True)
     bin_dir = os.path.dirname(os.path.realpath(nvcc_path))
@@ -281,6 +295,16 @@ def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, nvrtc_l
     want = next(u for u in cubin_usage((tmp_path / "linked.cubin").read_bytes()) if u.mangled == tile.mangled)
     assert (tile.static_smem, tile.registers) == (want.static_smem, want.registers)
     assert tile.static_smem == 1024                 # ptxas's report of the relocatable code: 0 B
+    if code is GRID_SYNC:
+        step = next(u for u in got.usages if u.kernel == "step")
+        want = next(u for u in cubin_usage((tmp_path / "linked.cubin").read_bytes()) if u.mangled == step.mangled)
+        assert (step.static_smem, step.registers) == (want.static_smem, want.registers) and step.static_smem == 512
+
+
+def test_an_nvrtc_error_is_said_as_nvrtcs(nvrtc_lib):
+    src = "import cupy\nk = cupy.RawKernel(r'''__global__ void k(float* x) { x[0] = y; }''', 'k')\n"
+    findings, _ = lint_python(src, "x.py", _cfg())
+    assert [f.message.split(":")[0] for f in findings if f.code == "OCC900"] == ["NVRTC failed for sm_90"]
 
 
 def test_a_cooperative_flag_that_cannot_be_read_is_said():
@@ -502,3 +526,26 @@ def test_a_value_set_under_a_condition_is_not_guessed():
     assert first.code.text.endswith("__global__ void k(float* p) { p[0] = 1.0f; }")
     assert second.code is None          # not the HIP variant, not the plain one: unknown
     assert third.code is not None and not third.code.unknown
+
+
+def test_cupy_options_are_cupys_own(monkeypatch, tmp_path):
+    """CuPy's assemble_cupy_compiler_options: its bundled CCCL first, --std=c++14 unless the
+    call names a standard, its header folder after the call's options; without CuPy the
+    toolkit's include/cccl stands in, under NVRTC's default standard."""
+    from occlint.python import compile as pc
+
+    cupy = tmp_path / "cupy_include"
+    for d in ("cub", "thrust", "libcudacxx"):
+        (cupy / "cupy" / "_cccl" / d).mkdir(parents=True)
+    cuda = tmp_path / "cuda_include"
+    (cuda / "cccl").mkdir(parents=True)
+    monkeypatch.setattr(pc, "cuda_include", lambda: str(cuda))
+    mod = extract("import cupy\nk = cupy.RawKernel('__global__ void k() {}', 'k', options=('-DX=1',))\n",
+                  "x.py").modules[0]
+    monkeypatch.setattr(pc, "cupy_include", lambda: str(cupy))
+    bundled = [f"-I{cupy}/cupy/_cccl/{d}" for d in ("cub", "thrust", "libcudacxx")]
+    assert pc.options_for(mod) == [*bundled, "-DX=1", "--std=c++14", f"-I{cupy}", f"-I{cuda}", "-ftz=true"]
+    named = dataclasses.replace(mod, options=("--std=c++17",))
+    assert "--std=c++14" not in pc.options_for(named)
+    monkeypatch.setattr(pc, "cupy_include", lambda: None)
+    assert pc.options_for(mod) == ["-DX=1", f"-I{cuda}/cccl", f"-I{cuda}", "-ftz=true"]

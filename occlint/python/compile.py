@@ -1,6 +1,6 @@
 """Compile a Python file's CUDA strings the way their framework does, cached like `.cu` units.
 
-CuPy (`RawKernel`, `RawModule`): NVRTC by default (CuPy adds `-ftz=true` and its include folder),
+CuPy (`RawKernel`, `RawModule`): NVRTC by default (with the options CuPy adds, `_cupy_options`),
 nvcc with `backend="nvcc"`; the call's `options`; `name_expressions` registered so template
 instantiations are compiled. PyCUDA's `SourceModule` and torch's `load_inline`: nvcc (PyCUDA
 wraps the source in `extern "C" { }` unless `no_extern_c=True`). Registers, spills and shared
@@ -72,6 +72,34 @@ def torch_includes() -> list[str]:
         return []
 
 
+def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
+    """The call's options as CuPy's `assemble_cupy_compiler_options` and compiler pass them:
+    CuPy's bundled CCCL first, `--std=c++14` unless the call names a standard, CuPy's header
+    folder, the CUDA headers (NVRTC has no default include path; nvcc has its own), -ftz=true,
+    relocatable code for cooperative groups. Without CuPy installed, the toolkit's own CCCL
+    (`include/cccl` since CUDA 13) stands in for the bundled copy, under NVRTC's default
+    standard: CCCL 3 refuses C++14 (`<cooperative_groups.h>` includes it)."""
+    cupy = cupy_include()
+    bundled = [os.path.join(cupy, "cupy", "_cccl", d) for d in ("cub", "thrust", "libcudacxx")] \
+        if cupy else []
+    bundled = [d for d in bundled if os.path.isdir(d)]
+    out = [f"-I{d}" for d in bundled] + opts
+    if bundled and not any("-std=" in o for o in opts):
+        out.append("--std=c++14")
+    if cupy:
+        out.append(f"-I{cupy}")
+    cuda = cuda_include() if mod.backend == "nvrtc" else None
+    if cuda:
+        cccl = os.path.join(cuda, "cccl")
+        if not bundled and os.path.isdir(cccl):
+            out.append(f"-I{cccl}")
+        out.append(f"-I{cuda}")
+    out.append("-ftz=true")
+    if mod.cooperative:      # CuPy compiles relocatable device code and links cudadevrt
+        out.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
+    return out
+
+
 def source_for(mod: Module) -> str:
     """What the framework hands to its compiler."""
     text = mod.code.text
@@ -86,13 +114,7 @@ def options_for(mod: Module) -> list[str]:
     """The compiler options the framework passes (without the arch)."""
     opts = [o for o in mod.options if not _ARCH_OPTION.match(o)]
     if mod.framework == "cupy":
-        opts.append("-ftz=true")
-        if mod.cooperative:      # CuPy compiles relocatable device code and links cudadevrt
-            opts.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
-        # NVRTC has no default include path: CuPy adds its own and the CUDA headers (nvcc has them)
-        for inc in (cupy_include(), cuda_include() if mod.backend == "nvrtc" else None):
-            if inc:
-                opts.append(f"-I{inc}")
+        opts = _cupy_options(mod, opts)
     opts += [f"-I{d}" for d in mod.include_dirs]
     if mod.framework == "torch":
         opts += [f"-I{d}" for d in torch_includes()]
@@ -110,13 +132,14 @@ def parse_nvrtc_log(log: str, path: str, arch: str, shift: int = 0) -> list[Comp
         if not m or m.group("kind") == "warning":
             continue
         out.append(CompileError(path, max(1, int(m.group("line")) - shift), None, m.group("msg").strip(),
-                                arch, "error" if m.group("kind") == "error" else "fatal"))
+                                arch, "error" if m.group("kind") == "error" else "fatal",
+                                compiler="NVRTC"))
     return out
 
 
 def _key(mod: Module, backend: str, identity: str, options: list[str], arch: str, source: str) -> str:
     h = hashlib.sha256()
-    for part in ("python-2", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
+    for part in ("python-3", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\x1f")
     return h.hexdigest()
@@ -186,7 +209,7 @@ def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: s
         errors = parse_nvrtc_log(prog.log, path, arch, _line_shift(mod))
         if not errors:
             last = next((ln for ln in reversed(prog.log.splitlines()) if ln.strip()), "compilation failed")
-            errors = [CompileError(path, None, None, f"NVRTC: {last.strip()}"[:500], arch, "nvcc")]
+            errors = [CompileError(path, None, None, last.strip()[:500], arch, "nvcc", compiler="NVRTC")]
         return Compiled(errors=errors)
     usages = [_with_unit(u, path) for u in parse_usage(prog.log, arch, path)]
     if not usages and prog.cubin:
