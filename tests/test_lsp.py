@@ -1,31 +1,63 @@
-"""The language server end to end with pytest-lsp: a real `occlint server` subprocess on stdio."""
+"""The language server end to end with pytest-lsp: a real `occlint server` subprocess on stdio.
+
+pytest-lsp and lsprotocol are imported when a test here first runs, not when the file is
+collected: lsprotocol's import takes ~0.3 s, which every pytest process (the controller and each
+worker) paid before, lsp tests or not. pyproject's addopts turn the plugin's autoload off
+(`-p no:pytest-lsp`); the `client` fixture registers its hooks (the server's log messages and
+errors in the report) when it first starts a client."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
-import pytest_lsp
+import pytest_asyncio
 from conftest import SCALE_100, STAGE_64K, STAGE_OPT_IN
-from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
 
+if TYPE_CHECKING:
+    from pytest_lsp import LanguageClient
+
+
+class _Types:
+    """lsprotocol.types, imported on first use."""
+
+    def __getattr__(self, name):
+        if name.startswith("_"):        # pytest's collection probes (`__pytest_wrapped__`...)
+            raise AttributeError(name)
+        from lsprotocol import types
+
+        return getattr(types, name)
+
+
+lsp = _Types()
 SOURCE = SCALE_100.replace("<<<4096, 100>>>(x, 2.0f, 409600)", "<<<64, 100>>>(x, 2.0f, 6400)") + STAGE_64K
 CONFIG = '[tool.occlint]\narch = ["sm_90"]\nignore = ["OCC033"]\ncliff-margin = 8\n'
-PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+PUBLISH = "textDocument/publishDiagnostics"
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "occlint", "server"]))
-async def client(lsp_client: LanguageClient, tmp_path):
+@pytest_asyncio.fixture
+async def client(request, tmp_path):
+    """A pytest-lsp client of a real `occlint server`, initialized on a project in tmp_path;
+    what `pytest_lsp.fixture` does, with the plugin's hooks registered here."""
+    import pytest_lsp.plugin
+    from pytest_lsp import ClientServerConfig
+
+    plugins = request.config.pluginmanager
+    if plugins.get_plugin("pytest-lsp") is None and not plugins.is_registered(pytest_lsp.plugin):
+        plugins.register(pytest_lsp.plugin, "pytest-lsp-hooks")
+    lsp_client = await ClientServerConfig(
+        server_command=[sys.executable, "-m", "occlint", "server"]).start()
     (tmp_path / "pyproject.toml").write_text(CONFIG)
     (tmp_path / "k.cu").write_text(SOURCE)
     lsp_client.project = tmp_path
     lsp_client.init_result = await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=lsp.ClientCapabilities(), root_uri=tmp_path.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(uri=tmp_path.as_uri(), name="p")]))
-    yield
+    yield lsp_client
     await lsp_client.shutdown_session()
+    await lsp_client.stop()
 
 
 async def diagnostics_where(client, uri, predicate, timeout=120.0):
