@@ -549,3 +549,29 @@ def test_cupy_options_are_cupys_own(monkeypatch, tmp_path):
     assert "--std=c++14" not in pc.options_for(named)
     monkeypatch.setattr(pc, "cupy_include", lambda: None)
     assert pc.options_for(mod) == ["-DX=1", f"-I{cuda}/cccl", f"-I{cuda}", "-ftz=true"]
+
+
+def test_kernels_lists_a_python_files_strings_with_their_figures(nvrtc_lib, tmp_path):
+    """`occlint kernels` on a .py file: each CUDA string parsed as check lints it, at the .py
+    positions, with the string's own compiler figures and its Python launches' occupancy (before,
+    the file was parsed as C++ text: a template in a module-level string was not listed)."""
+    import json
+
+    from occlint import occupancy
+    from occlint.python.compile import compile_module
+
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py")
+    src = open(fixture, encoding="utf-8").read()
+    target = tmp_path / "k.py"
+    target.write_text(src)
+    listed = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", str(target)).stdout)
+    kernel = next(r for r in listed if r["kind"] == "kernel")
+    launch = next(r for r in listed if r["kind"] == "launch")
+    assert (kernel["line"], kernel["column"], kernel["template_params"]) == (6, 17, ["N"])
+    want = compile_module(extract(src, str(target)).modules[0], "sm_90", str(target), _cfg()).usages[0]
+    assert kernel["instantiations"][0]["registers"] == want.registers
+    assert (launch["line"], launch["column"], launch["block"], launch["function"]) == (22, 1, 256, None)
+    occ = occupancy.compute("sm_90", 256, want.registers, barriers=0)
+    assert launch["occupancy"]["sm_90"]["active_blocks"] == occ.active_blocks
+    bare = json.loads(run_main("kernels", "--json", "--no-compile", str(target)).stdout)
+    assert [(r["kind"], r["line"]) for r in bare] == [("kernel", 6), ("launch", 22)]

@@ -264,12 +264,92 @@ def _compile(files: list[str], args, config):
     `gpu`)."""
     if not files or args.no_compile:
         return None, ()
+    from occlint.python import is_python
     from occlint.toolchain import collect_usage, print_notice
 
     # units and headers, as `check` compiles them (a header alone through its includers)
-    report = collect_usage(list(files), config, jobs=config.jobs)
+    report = collect_usage([f for f in files if not is_python(f)], config, jobs=config.jobs)
     print_notice(report)
+    python = [f for f in files if is_python(f)]
+    _python_usage(python, report, config)
+    if python:      # the archs its strings were compiled for, where no .cu file says
+        from occlint.python import archs as python_archs
+        return report, tuple(dict.fromkeys((*report.archs, *python_archs(config))))
     return report, tuple(report.archs)
+
+
+def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]:
+    """The records of a Python file's CUDA strings, at their places in the .py file. Each string
+    is parsed as `check` lints it (its text, then a host function with the file's Python
+    launches of its kernels: python.lint.build_virtual) and gets its own compiler figures."""
+    from occlint.fix import make_span
+    from occlint.python import might_have_cuda
+    from occlint.python.extract import extract
+    from occlint.python.lint import HOST, build_virtual, python_offset
+    from occlint.source import parse
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return []
+    if not might_have_cuda(text):
+        return []
+    usages = report.python.get(path, {}) if report is not None else {}
+    model = extract(text, path)
+    out = []
+    for mod in model.modules:
+        if mod.code is None:
+            continue
+        v = build_virtual(model, mod)
+        sf = parse(v.text, path)
+        recs = records(sf)
+        mine = usages.get(mod.index, [])
+        if mine:
+            add_compiler_figures(recs, sf, mine, config, archs)
+        measured = {u.kernel.split("::")[-1] for u in mine}
+        starts = [0, *(i + 1 for i, ch in enumerate(v.text) if ch == "\n")]
+        for r in recs:
+            if r["kind"] == "launch":
+                r["no_occupancy"] = why_no_occupancy(r, bool(mine), measured)
+                if r["function"] == HOST:
+                    r["function"] = None        # a Python call, not a C++ function
+            at = python_offset(v, starts[r["line"] - 1] + r["column"] - 1)
+            r["line"], r["column"] = make_span(text, at, at).line, make_span(text, at, at).column
+            for index in r.get("indices", ()):
+                at = python_offset(v, starts[index["line"] - 1])
+                index["line"] = make_span(text, at, at).line
+        out += recs
+    return out
+
+
+def _python_usage(paths: list[str], report, config) -> None:
+    """The CUDA strings of the Python files `paths`, compiled as `check` compiles them: their
+    usages, by module, go to `report.python[path]`; errors and notices are said here, at the
+    call that compiles the string."""
+    from occlint.files import read_regular
+    from occlint.python import _line_col, compiled, might_have_cuda
+    from occlint.python.extract import extract
+
+    cache = None
+    if paths and not config.no_cache:
+        from occlint.toolchain.cache import Cache, cache_dir
+        cache = Cache(cache_dir(config))
+    for path in paths:
+        try:
+            text = read_regular(path).decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            continue                    # the listing says why it cannot read the file
+        if not might_have_cuda(text):
+            continue
+        model = extract(text, path)
+        usage, errors, notices = compiled(model, text, path, config, cache)
+        report.python[path] = usage
+        for mod in model.modules:
+            for err in errors.get(mod.index, ()):
+                print(f"occlint: warning: {path}:{_line_col(text, mod.offset)}: {err.compiler} "
+                      f"({err.arch}): {err.message}", file=sys.stderr)
+        for notice in notices:
+            print(f"occlint: {notice}", file=sys.stderr)
 
 
 MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among processes (jobs)
@@ -349,6 +429,7 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
     """The output of each file of `share` (JSON: it may come from a forked process): its
     records as `--json` lists them or as lines, each file parsed with its View among all the
     run's `files` (`memo`: what the views of this process's earlier shares found)."""
+    from occlint.python import is_python
     from occlint.source import parse
     from occlint.toolchain.flags import source_views
 
@@ -357,13 +438,16 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
     measured = {u.kernel.split("::")[-1] for u in all_usage}
     out = []
     for path in share:
-        sf = parse(texts[path], path, views.get(path))
-        recs = records(sf)
-        if all_usage:
-            add_compiler_figures(recs, sf, all_usage, config, archs)
-        for r in recs:
-            if r["kind"] == "launch":
-                r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
+        if is_python(path):
+            recs = _python_records(path, texts[path], report, config, archs)
+        else:
+            sf = parse(texts[path], path, views.get(path))
+            recs = records(sf)
+            if all_usage:
+                add_compiler_figures(recs, sf, all_usage, config, archs)
+            for r in recs:
+                if r["kind"] == "launch":
+                    r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
         if as_json:     # as json.dump(all records, indent=1) writes each: one level in
             out.append(",\n".join(" " + _indented(r, " ") for r in recs))
         else:
@@ -385,7 +469,7 @@ def _run(args) -> int:
     all_usage = [u for us in report.usages.values() for u in us] if report else []
     for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
         where = f"{err.path}:{err.line}" if err.line else err.path
-        print(f"occlint: warning: {where}: nvcc: {err.message}", file=sys.stderr)
+        print(f"occlint: warning: {where}: {err.compiler}: {err.message}", file=sys.stderr)
     from occlint.process import fork_map
     from occlint.source.grammar import may_hold_constructs
 

@@ -44,21 +44,39 @@ def lint_python(text: str, path: str, config, *, cache=None, compile: bool = Tru
     errors: dict[int, list] = {}
     notices = notices_for(model)
     if compile:
-        from occlint.python.compile import compile_module
-        for arch in archs(config):
-            for mod in model.modules:
-                result = compile_module(mod, arch, path, config, cache)
-                usage.setdefault(mod.index, []).extend(result.usages)
-                errors.setdefault(mod.index, []).extend(result.errors)
-                notice = result.notice or result.warning
-                if notice and "not found" not in notice:       # about this call: say where
-                    from occlint.fix import make_span
-                    at = make_span(text, mod.offset, mod.offset)
-                    notice = f"{path}:{at.line}:{at.column}: {notice}"
-                if notice and notice not in notices:
-                    notices.append(notice)
+        usage, errors, said = compiled(model, text, path, config, cache)
+        notices += [n for n in said if n not in notices]
     findings = lint_python_source(text, path, model, usage, errors, config)
     return findings, notices
+
+
+def compiled(model, text: str, path: str, config, cache=None) -> tuple[dict, dict, list[str]]:
+    """(usages by module index, compile errors by module index, notices): each CUDA string of
+    `model` (extract's) compiled for each arch as its framework compiles it. `check` lints with
+    them; `kernels` lists them."""
+    from occlint.python.compile import compile_module
+
+    usage: dict[int, list] = {}
+    errors: dict[int, list] = {}
+    notices: list[str] = []
+    for arch in archs(config):
+        for mod in model.modules:
+            result = compile_module(mod, arch, path, config, cache)
+            usage.setdefault(mod.index, []).extend(result.usages)
+            errors.setdefault(mod.index, []).extend(result.errors)
+            notice = result.notice or result.warning
+            if notice and "not found" not in notice:       # about this call: say where
+                notice = f"{path}:{_line_col(text, mod.offset)}: {notice}"
+            if notice and notice not in notices:
+                notices.append(notice)
+    return usage, errors, notices
+
+
+def _line_col(text: str, offset: int) -> str:
+    from occlint.fix import make_span
+
+    at = make_span(text, offset, offset)
+    return f"{at.line}:{at.column}"
 
 
 def archs(config) -> tuple[str, ...]:

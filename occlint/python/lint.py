@@ -112,6 +112,11 @@ def _map_offsets(v: Virtual, start: int, end: int) -> tuple[int, int]:
     return v.module.offset, v.module.end
 
 
+def python_offset(v: Virtual, offset: int) -> int:
+    """Where in the .py file an offset of the virtual text is (see `_map_offsets`)."""
+    return _map_offsets(v, offset, offset)[0]
+
+
 def _map_fix(v: Virtual, fix: Fix | None, pytext: str) -> Fix | None:
     if fix is None:
         return None
