@@ -6,7 +6,14 @@
 `prepare` compiles every .cu under PATH the way `occlint check` does (the unit's database entry
 through `flags.unit_command`, `compile.compile_command`, ptxas's report through `parse_usage`,
 the cubin's attributes through `with_cubin_attributes`), keeps each cubin in OUT and writes
-OUT/manifest.json: occlint's Usage of every kernel, by mangled name.
+OUT/manifest.json: occlint's Usage of every kernel, by mangled name. It does the same for every
+CUDA string of the .py files under PATH (CuPy's RawModule / RawKernel, PyCUDA): each is compiled
+by `occlint.python.compile.compile_module`, as `occlint check` compiles it (NVRTC, or nvcc with
+backend="nvcc"; with enable_cooperative_groups, relocatable code device-linked by `_linked` or
+`compile_one`), and the cubin occlint read its figures from is kept: the device-linked image
+where occlint linked one, else the cubin the compiler wrote (one that stays relocatable is linked
+by `check`, as a .cu unit's). Its manifest entry has the .cu entries' keys (`compiler` in place
+of `nvcc`), the module's index in the file and whether it is cooperative.
 
 `check` needs only the driver (ctypes on libcuda) and occlint's pure engine. For every kernel it
 loads the cubin, asks cuFuncGetAttribute for registers, static shared memory, local memory and
@@ -52,7 +59,7 @@ def prepare(out: Path, paths: list[str], arch: str, jobs: int) -> int:
     from occlint.toolchain.ptxas import parse_usage
 
     out.mkdir(parents=True, exist_ok=True)
-    units = [u for u in expand_paths(paths) if u.endswith(".cu")]
+    units = [os.path.abspath(u) for u in expand_paths(paths) if u.endswith(".cu")]  # cwd: the entry's
     config = load_config(start=paths[0])
     db = database.database_for(paths[0], config)
     nvcc = find_nvcc(config, db.raw if db else None)
@@ -82,10 +89,84 @@ def prepare(out: Path, paths: list[str], arch: str, jobs: int) -> int:
 
     with ThreadPoolExecutor(jobs) as pool:
         done = [r for r in pool.map(one, enumerate(units)) if r]
-    (out / "manifest.json").write_text(json.dumps(done, indent=1))
     kernels = sum(len(r["usages"]) for r in done)
-    print(f"{len(done)} of {len(units)} units compiled for {arch}: {kernels} kernels in {out}")
+    print(f"{len(done)} of {len(units)} units compiled for {arch}: {kernels} kernels")
+    modules = python_modules(out, paths, arch, config)
+    (out / "manifest.json").write_text(json.dumps(done + modules, indent=1))
+    kernels = sum(len(r["usages"]) for r in modules)
+    print(f"{len(modules)} Python modules compiled for {arch}: {kernels} kernels; manifest in {out}")
     return 0
+
+
+def python_files(paths: list[str]) -> list[str]:
+    """The .py files as given, and under the directories given (hidden and __ dirs skipped)."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
+                out.extend(os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py"))
+        elif p.endswith(".py"):
+            out.append(p)
+    return out
+
+
+def python_modules(out: Path, paths: list[str], arch: str, config) -> list[dict]:
+    """Manifest entries for the CUDA strings of the .py files under `paths`, compiled by
+    `compile_module` (no cache). The cubin it reads is caught on its way through
+    `cubin_attributes`, and replaced by the image `devlink.linked_image` returns when it links
+    one; modules are compiled one at a time while the two are wrapped."""
+    from unittest import mock
+
+    from occlint.python import might_have_cuda, nvrtc
+    from occlint.python.compile import compile_module
+    from occlint.python.extract import extract
+    from occlint.toolchain import compile as toolchain
+    from occlint.toolchain import devlink
+    from occlint.toolchain.compile import _usage_to_json
+    from occlint.toolchain.discover import find_nvcc
+
+    images: list[bytes] = []
+    attributes, link = toolchain.cubin_attributes, devlink.linked_image
+
+    def read(usages, cubin, *args, **kwargs):
+        images.append(cubin)
+        return attributes(usages, cubin, *args, **kwargs)
+
+    def linked(cubin, *args):
+        image, why = link(cubin, *args)
+        if not why:
+            images.append(image)
+        return image, why
+
+    nvcc = find_nvcc(config)
+    compilers = {"nvrtc": "nvrtc {}.{}".format(*nvrtc.version() or (0, 0)),
+                 "nvcc": f"nvcc {nvcc.version}" if nvcc else None}
+    done = []
+    with mock.patch.object(toolchain, "cubin_attributes", read), \
+            mock.patch.object(devlink, "linked_image", linked):
+        for path in python_files(paths):
+            text = Path(path).read_text(encoding="utf-8")
+            if not might_have_cuda(text):
+                continue
+            for mod in extract(text, path).modules:
+                images.clear()
+                result = compile_module(mod, arch, path, config)
+                if result.notice or result.errors or not result.usages or not images:
+                    why = result.notice or (result.errors and result.errors[0].message)
+                    print(f"skipped {path} module {mod.index}: {why or 'no kernels'}")
+                    continue
+                name = f"p{len(done)}.cubin"
+                (out / name).write_bytes(images[-1])
+                how = ("cooperative, device-linked, " if images[-1][16] == 2 else
+                       "cooperative, relocatable, ") if mod.cooperative else ""
+                print(f"{path} module {mod.index}: {compilers[mod.backend]}, {how}"
+                      f"{len(result.usages)} kernels")
+                done.append({"unit": os.path.relpath(path), "module": mod.index, "cubin": name,
+                             "arch": arch, "compiler": compilers[mod.backend],
+                             "cooperative": mod.cooperative,
+                             "usages": [_usage_to_json(u) for u in result.usages]})
+    return done
 
 
 # --- check (on the GPU) ----------------------------------------------------------------------------
