@@ -539,7 +539,7 @@ def test_cupy_options_are_cupys_own(monkeypatch, tmp_path):
         (cupy / "cupy" / "_cccl" / d).mkdir(parents=True)
     cuda = tmp_path / "cuda_include"
     (cuda / "cccl").mkdir(parents=True)
-    monkeypatch.setattr(pc, "cuda_include", lambda: str(cuda))
+    monkeypatch.setattr(pc, "cuda_includes", lambda: [str(cuda)])
     mod = extract("import cupy\nk = cupy.RawKernel('__global__ void k() {}', 'k', options=('-DX=1',))\n",
                   "x.py").modules[0]
     monkeypatch.setattr(pc, "cupy_include", lambda: str(cupy))

@@ -47,15 +47,21 @@ def cupy_include() -> str | None:
     return folder if os.path.isdir(folder) else None
 
 
-def cuda_include() -> str | None:
-    """The CUDA include folder CuPy puts on NVRTC's path (cuComplex.h, cuda_fp16.h, ...):
-    CUDA_PATH/CUDA_HOME, else the nvidia wheels', else /usr/local/cuda."""
+def cuda_includes() -> list[str]:
+    """The CUDA include folders CuPy puts on NVRTC's path (cuComplex.h, curand_kernel.h, ...):
+    its CUDA root's (`cupy.cuda.get_cuda_path`: CUDA_PATH, else where nvcc is on PATH, else
+    /usr/local/cuda), then the nvidia wheels' headers."""
+    import shutil
     import sys
-    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")]
-    candidates = [os.path.join(r, "include") for r in roots if r]
+
+    root = os.environ.get("CUDA_PATH", "")
+    if not os.path.exists(root):
+        nvcc = shutil.which("nvcc")
+        root = os.path.dirname(os.path.dirname(nvcc)) if nvcc else "/usr/local/cuda"
+    candidates = [os.path.join(root, "include")]
     candidates += [os.path.join(p, "nvidia", sub, "include") for p in sys.path for sub in ("cu13", "cu12", "cuda_runtime")]
-    candidates.append("/usr/local/cuda/include")
-    return next((c for c in candidates if os.path.isfile(os.path.join(c, "cuComplex.h"))), None)
+    found = [c for c in candidates if os.path.isfile(os.path.join(c, "cuComplex.h"))]
+    return list(dict.fromkeys(os.path.realpath(c) for c in found))
 
 
 def torch_includes() -> list[str]:
@@ -88,12 +94,11 @@ def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
         out.append("--std=c++14")
     if cupy:
         out.append(f"-I{cupy}")
-    cuda = cuda_include() if mod.backend == "nvrtc" else None
-    if cuda:
-        cccl = os.path.join(cuda, "cccl")
-        if not bundled and os.path.isdir(cccl):
-            out.append(f"-I{cccl}")
-        out.append(f"-I{cuda}")
+    cuda = cuda_includes() if mod.backend == "nvrtc" else []
+    cccl = next((os.path.join(c, "cccl") for c in cuda if os.path.isdir(os.path.join(c, "cccl"))), None)
+    if cccl and not bundled:
+        out.append(f"-I{cccl}")
+    out += [f"-I{c}" for c in cuda]
     out.append("-ftz=true")
     if mod.cooperative:      # CuPy compiles relocatable device code and links cudadevrt
         out.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
