@@ -109,6 +109,8 @@ def test_a_hanging_nvcc_probe_obeys_compile_timeout(tmp_path):
     assert took < 20, f"the probe took {took:.1f} s with compile-timeout = 0.5"
     assert _pids(pids) and _wait(lambda: not any(_alive(p) for p in _pids(pids)), 10), \
         "the probe's child outlived it"
+    # a wrapper that hangs on `-dryrun` is not asked `--version` too (a second timeout)
+    assert len(_pids(pids)) == 1, _pids(pids)
 
 
 def test_nvcc_launcher_ctrl_c_exits_130_without_traceback(tmp_path):

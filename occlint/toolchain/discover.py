@@ -129,8 +129,11 @@ def _real_nvcc(candidate: str, cache: str | None = None,
     real = os.path.realpath(candidate)
     here = None
     if not _is_elf(real):
-        here = re.search(r"^#\$ _HERE_=(.*)$", _run([candidate, "-dryrun", "-E", "-x", "cu",
-                                                      os.devnull], cache, timeout=timeout), re.M)
+        out = probe.run([candidate, "-dryrun", "-E", "-x", "cu", os.devnull], cache,
+                        timeout=timeout, failed=None)
+        if out is None:     # it cannot run, or it hangs: `--version` would wait out the timeout again
+            return None
+        here = re.search(r"^#\$ _HERE_=(.*)$", out, re.M)
     if here and _is_exe(os.path.join(here.group(1).strip(), "nvcc")):
         real = os.path.realpath(os.path.join(here.group(1).strip(), "nvcc"))
     version = re.search(r"release [\d.]+, V([\d.]+)",

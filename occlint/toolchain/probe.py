@@ -62,13 +62,14 @@ def _load_locked(root: str) -> dict:
 
 
 def run(cmd: list[str], cache_root: str | os.PathLike | None = None, *,
-        depends_on: tuple[str, ...] = (), timeout: float = 30) -> str:
+        depends_on: tuple[str, ...] = (), timeout: float = 30, failed=""):
     """stdout + stderr of `cmd` (a probe: no input, no side effects), remembered while
-    `cmd[0]` and `depends_on` are unchanged. "" when it cannot run."""
+    `cmd[0]` and `depends_on` are unchanged. `failed` ("") when it cannot run or times out."""
     key = "\0".join(cmd)
     deps = [_stat(p) for p in (cmd[0], *depends_on)]
     if None in deps:                       # a missing binary: nothing to remember
-        return _run(cmd, timeout) or ""
+        got = _run(cmd, timeout)
+        return failed if got is None else got
     memo_key = key + "\0" + json.dumps(deps)
     if memo_key in _memo:
         return _memo[memo_key]
@@ -80,7 +81,7 @@ def run(cmd: list[str], cache_root: str | os.PathLike | None = None, *,
     else:
         got = _run(cmd, timeout)
         if got is None:                    # failed or timed out: never remembered
-            return ""
+            return failed
         out = got
         if root:
             store[key] = {"deps": deps, "out": out}
