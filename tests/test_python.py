@@ -561,7 +561,8 @@ def test_kernels_lists_a_python_files_strings_with_their_figures(nvrtc_lib, tmp_
     from occlint.python.compile import compile_module
 
     fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py")
-    src = open(fixture, encoding="utf-8").read()
+    with open(fixture, encoding="utf-8") as fh:
+        src = fh.read()
     target = tmp_path / "k.py"
     target.write_text(src)
     listed = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", str(target)).stdout)
@@ -573,5 +574,17 @@ def test_kernels_lists_a_python_files_strings_with_their_figures(nvrtc_lib, tmp_
     assert (launch["line"], launch["column"], launch["block"], launch["function"]) == (22, 1, 256, None)
     occ = occupancy.compute("sm_90", 256, want.registers, barriers=0)
     assert launch["occupancy"]["sm_90"]["active_blocks"] == occ.active_blocks
+    assert launch["call_text"] == "k((1056,), (256,), (None, None, None, 100))"
     bare = json.loads(run_main("kernels", "--json", "--no-compile", str(target)).stdout)
     assert [(r["kind"], r["line"]) for r in bare] == [("kernel", 6), ("launch", 22)]
+
+
+def test_kernels_says_why_a_python_launch_has_no_occupancy(nvcc_path):
+    """PyCUDA launches past `__launch_bounds__` or past 1024 threads fail: `kernels` says so in
+    the launch's own words, not as an unmatched instantiation or in occlint's C++ stand-in."""
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC032_pycuda.py")
+    out = run_main("kernels", "--arch", "sm_90", fixture).stdout
+    assert "launch scale(None, 2.0, block=(256, 1, 1), grid=(1056, 1)) grid=1056 block=256" in out
+    assert "no occupancy: a block of 256 threads is more than the kernel's __launch_bounds__ (128)" in out
+    assert "no occupancy: a block of 2048 threads is more than a block may have (1024)" in out
+    assert "__occlint" not in out and "could not be matched" not in out

@@ -82,7 +82,7 @@ def records(sf) -> list[dict]:
             "block_text": la.block.text, "grid_text": la.grid.text,
             "dynamic_smem_text": la.dynamic_smem_text,
             "template_args": list(la.template_args), "template_values": list(la.template_values),
-            "function": la.function, "runtime_block": la.runtime_block,
+            "function": la.function, "runtime_block": la.runtime_block, "call_text": None,
         })
     for a in sf.attributes:
         out.append({
@@ -100,7 +100,10 @@ def _n(v) -> str:
 
 
 def launch_text(r: dict) -> str:
-    """The launch as written: `k<128><<<grid, block, smem>>>` or `cudaLaunchKernel(k, ...)`."""
+    """The launch as written: `k<128><<<grid, block, smem>>>`, `cudaLaunchKernel(k, ...)`, or
+    a Python call (CuPy, PyCUDA) as its file has it."""
+    if r.get("call_text"):
+        return r["call_text"]
     name = r["name"] + (f"<{', '.join(r['template_args'])}>" if r["template_args"] else "")
     config = [r["grid_text"], r["block_text"]]
     if r["dynamic_smem_text"]:
@@ -110,8 +113,10 @@ def launch_text(r: dict) -> str:
     return f"{r['launch_kind']}({name}, {', '.join(config)})"
 
 
-def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str]) -> str | None:
-    """Why a launch record has no occupancy (None when it has one)."""
+def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
+                     bounds: dict[str, int] | None = None) -> str | None:
+    """Why a launch record has no occupancy (None when it has one). `bounds`: kernel name ->
+    its `__launch_bounds__` max threads, for the kernels of the launch's file."""
     if r.get("occupancy"):
         return None
     if r["runtime_block"]:
@@ -122,12 +127,24 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str]) -> str
     if r["dynamic_smem"] is None:
         return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
                 "constant")
+    if r["block"] > 1024:
+        return f"a block of {r['block']} threads is more than a block may have (1024): the launch fails"
+    limit = (bounds or {}).get(r["name"].split("::")[-1])
+    if limit is not None and r["block"] > limit:
+        return (f"a block of {r['block']} threads is more than the kernel's __launch_bounds__ "
+                f"({limit}): the launch fails")
     if not compiled:
         return "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
     if r["name"].split("::")[-1] not in kernels_measured:
         return (f"nvcc reported no figures for `{r['name']}` (defined in a file not listed, "
                 "or not compiled for these archs)")
     return "the launch could not be matched to one compiled instantiation"
+
+
+def _bounds(recs: list[dict]) -> dict[str, int]:
+    """Kernel name -> the max threads its `__launch_bounds__` allow, for a file's records."""
+    return {r["name"]: r["launch_bounds"]["max_threads"] for r in recs
+            if r["kind"] == "kernel" and r["launch_bounds"] and r["launch_bounds"]["max_threads"]}
 
 
 def format_record(r: dict) -> str:
@@ -285,7 +302,7 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
     from occlint.fix import make_span
     from occlint.python import might_have_cuda
     from occlint.python.extract import extract
-    from occlint.python.lint import HOST, build_virtual, python_offset
+    from occlint.python.lint import HOST, build_virtual, notices_for, python_offset
     from occlint.source import parse
 
     try:
@@ -296,6 +313,9 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
         return []
     usages = report.python.get(path, {}) if report is not None else {}
     model = extract(text, path)
+    for notice in notices_for(model):       # what `check` says it could not see
+        print(f"occlint: notice: {notice}", file=sys.stderr)
+    calls = {ln.start: ln for ln in model.launches}
     out = []
     for mod in model.modules:
         if mod.code is None:
@@ -309,17 +329,25 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
         measured = {u.kernel.split("::")[-1] for u in mine}
         starts = [0, *(i + 1 for i, ch in enumerate(v.text) if ch == "\n")]
         for r in recs:
-            if r["kind"] == "launch":
-                r["no_occupancy"] = why_no_occupancy(r, bool(mine), measured)
-                if r["function"] == HOST:
-                    r["function"] = None        # a Python call, not a C++ function
             at = python_offset(v, starts[r["line"] - 1] + r["column"] - 1)
+            if r["kind"] == "launch" and r["function"] == HOST and at in calls:
+                ln = calls[at]                  # a Python call: its own words, not the C++ text
+                r.update(function=None, launch_kind=ln.style, grid_text=_arg(ln.grid),
+                         block_text=_arg(ln.block), dynamic_smem_text=_arg(ln.shared),
+                         call_text=" ".join(text[ln.start:ln.end].split()))
+            if r["kind"] == "launch":
+                r["no_occupancy"] = why_no_occupancy(r, bool(mine), measured, _bounds(recs))
             r["line"], r["column"] = make_span(text, at, at).line, make_span(text, at, at).column
             for index in r.get("indices", ()):
                 at = python_offset(v, starts[index["line"] - 1])
                 index["line"] = make_span(text, at, at).line
         out += recs
     return out
+
+
+def _arg(arg) -> str:
+    """A Python launch argument as written (a 1-tuple's `256,` as `256`)."""
+    return " ".join(arg.source.split()).rstrip(",").strip()
 
 
 def _python_usage(paths: list[str], report, config) -> None:
@@ -447,7 +475,8 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
                 add_compiler_figures(recs, sf, all_usage, config, archs)
             for r in recs:
                 if r["kind"] == "launch":
-                    r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured)
+                    r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured,
+                                                         _bounds(recs))
         if as_json:     # as json.dump(all records, indent=1) writes each: one level in
             out.append(",\n".join(" " + _indented(r, " ") for r in recs))
         else:
@@ -471,12 +500,14 @@ def _run(args) -> int:
         where = f"{err.path}:{err.line}" if err.line else err.path
         print(f"occlint: warning: {where}: {err.compiler}: {err.message}", file=sys.stderr)
     from occlint.process import fork_map
+    from occlint.python import is_python, names_a_compile
     from occlint.source.grammar import may_hold_constructs
 
     texts = _read_all(files)
     # a file without the words a kernel, a shared array, a launch or an API call is written
     # with lists nothing: it is not parsed (a third of a typical project's files)
-    parsed = [f for f in files if isinstance(texts[f], bytes) and may_hold_constructs(texts[f])]
+    parsed = [f for f in files if isinstance(texts[f], bytes) and
+              (names_a_compile(texts[f]) if is_python(f) else may_hold_constructs(texts[f]))]
     memo: dict = {}
 
     def listing(share: list[str]) -> list:

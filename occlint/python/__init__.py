@@ -23,6 +23,11 @@ def is_python(path: str) -> bool:
 _QUALIFIED = re.compile(r"\b(?:cupy|cp|pycuda\.compiler|cpp_extension)\.(?:RawKernel|RawModule|SourceModule|load_inline)\b")
 
 
+def names_a_compile(data: bytes) -> bool:
+    """The bytes test before `might_have_cuda`: one of the compile calls is named."""
+    return any(c.encode() in data for c in _CALLS)
+
+
 def might_have_cuda(text: str) -> bool:
     """True when the file names one of the compile calls and imports its framework (or calls it
     qualified, `cupy.RawKernel(...)`, with cupy imported through another module)."""
