@@ -500,6 +500,24 @@ def test_python_that_does_not_parse_is_a_notice_not_a_traceback(tmp_path):
     assert "good.py:9:13: OCC031" in proc.stdout
 
 
+def test_python_that_python_cannot_compile_does_not_crash_the_process(tmp_path):
+    """libcst's native parser overflows its stack (SIGSEGV) on 2,000 nested brackets or a
+    20,000-term sum; CPython refuses both with an exception, so occlint asks it first. In a
+    child process: the crash took the whole run down, other files unchecked."""
+    from conftest import run_cli
+
+    for name, expr in (("nested", "(" * 3000 + "1" + ")" * 3000), ("long", "1" + "+1" * 20000)):
+        (tmp_path / f"{name}.py").write_text(f"import cupy\nk = cupy.RawKernel('x', 'k')\nx = {expr}\n")
+    (tmp_path / "good.py").write_text(SAXPY)
+    for args in (("check", "--output-format", "concise"), ("kernels", "--no-compile")):
+        proc = run_cli(*args, "--arch", "sm_90", str(tmp_path))
+        assert proc.returncode in (0, 1), (args, proc.returncode, proc.stderr[-500:])
+        assert "Traceback" not in proc.stderr
+        for name in ("nested", "long"):
+            assert f"{name}.py:1:1: not parsed as Python" in proc.stderr, (args, proc.stderr)
+        assert "good.py:9:13: OCC031" in proc.stdout if args[0] == "check" else "good.py" in proc.stdout
+
+
 def test_a_value_set_under_a_condition_is_not_guessed():
     src = textwrap.dedent('''\
         import cupy

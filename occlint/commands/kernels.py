@@ -29,14 +29,16 @@ def add_arguments(parser):
 
 
 def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
-    """(CUDA files, error lines) by `occlint check`'s discovery (suffixes, .gitignore, `exclude`),
-    path by path: a missing path is one error line and the others are still listed."""
+    """(CUDA and Python files, error lines) by `occlint check`'s discovery (suffixes,
+    .gitignore, `exclude`, a `.py` file's framework), path by path: a missing path is one error
+    line and the others are still listed."""
     from occlint.discover import discover as find_files
 
     files, errors = [], []
     for p in paths:
         if os.path.exists(p):
-            files += find_files([p], config)[0]
+            python: list[str] = []
+            files += find_files([p], config, python=python)[0] + python
         else:
             errors.append(f"no such file or directory: {p}")
     return files, errors

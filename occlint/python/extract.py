@@ -12,6 +12,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import ast
 import math
 import operator
 from dataclasses import dataclass, field
@@ -693,8 +694,15 @@ def extract(text: str, path: str) -> PyModel:
     model with one problem."""
     model = PyModel(path, text)
     try:
+        # CPython's own parser first: it refuses, with an exception, what Python could not run
+        # (200 nested brackets, an expression thousands of operators long), which libcst's
+        # native parser would take down the process with (a stack overflow, SIGSEGV)
+        ast.parse(text)
         tree = cst.parse_module(text)
-    except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
+    except SyntaxError as exc:
+        model.problems.append((0, f"not parsed as Python: {exc.msg} (line {exc.lineno})"))
+        return model
+    except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         model.problems.append((0, f"not parsed as Python: {str(exc).splitlines()[0] if str(exc) else exc}"))
         return model
     wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
