@@ -561,6 +561,9 @@ def test_cupy_options_are_cupys_own(monkeypatch, tmp_path):
     mod = extract("import cupy\nk = cupy.RawKernel('__global__ void k() {}', 'k', options=('-DX=1',))\n",
                   "x.py").modules[0]
     monkeypatch.setattr(pc, "cupy_include", lambda: str(cupy))
+    # empty folders (a source checkout without its CCCL submodule) are no bundled CCCL
+    assert pc.options_for(mod) == ["-DX=1", f"-I{cupy}", f"-I{cuda}/cccl", f"-I{cuda}", "-ftz=true"]
+    (cupy / "cupy" / "_cccl" / "libcudacxx" / "cuda").mkdir()
     bundled = [f"-I{cupy}/cupy/_cccl/{d}" for d in ("cub", "thrust", "libcudacxx")]
     assert pc.options_for(mod) == [*bundled, "-DX=1", "--std=c++14", f"-I{cupy}", f"-I{cuda}", "-ftz=true"]
     named = dataclasses.replace(mod, options=("--std=c++17",))

@@ -86,18 +86,20 @@ def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
     (`include/cccl` since CUDA 13) stands in for the bundled copy, under NVRTC's default
     standard: CCCL 3 refuses C++14 (`<cooperative_groups.h>` includes it)."""
     cupy = cupy_include()
-    bundled = [os.path.join(cupy, "cupy", "_cccl", d) for d in ("cub", "thrust", "libcudacxx")] \
-        if cupy else []
-    bundled = [d for d in bundled if os.path.isdir(d)]
+    cccl = os.path.join(cupy, "cupy", "_cccl") if cupy else ""
+    # a source checkout whose CCCL submodule is not checked out has the folders, empty
+    bundled = [os.path.join(cccl, d) for d in ("cub", "thrust", "libcudacxx")] \
+        if cupy and os.path.isdir(os.path.join(cccl, "libcudacxx", "cuda")) else []
     out = [f"-I{d}" for d in bundled] + opts
     if bundled and not any("-std=" in o for o in opts):
         out.append("--std=c++14")
     if cupy:
         out.append(f"-I{cupy}")
     cuda = cuda_includes() if mod.backend == "nvrtc" else []
-    cccl = next((os.path.join(c, "cccl") for c in cuda if os.path.isdir(os.path.join(c, "cccl"))), None)
-    if cccl and not bundled:
-        out.append(f"-I{cccl}")
+    toolkit_cccl = next((os.path.join(c, "cccl") for c in cuda
+                         if os.path.isdir(os.path.join(c, "cccl"))), None)
+    if toolkit_cccl and not bundled:
+        out.append(f"-I{toolkit_cccl}")
     out += [f"-I{c}" for c in cuda]
     out.append("-ftz=true")
     if mod.cooperative:      # CuPy compiles relocatable device code and links cudadevrt
