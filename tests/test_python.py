@@ -609,3 +609,15 @@ def test_kernels_says_why_a_python_launch_has_no_occupancy(nvcc_path):
     assert "no occupancy: a block of 256 threads is more than the kernel's __launch_bounds__ (128)" in out
     assert "no occupancy: a block of 2048 threads is more than a block may have (1024)" in out
     assert "__occlint" not in out and "could not be matched" not in out
+
+
+def test_kernels_says_a_python_string_was_not_compiled_and_why_elsewhere(tmp_path):
+    """A string occlint cannot evaluate whole is linted where it parses, not compiled: its
+    launch says so, and the notice at the call says why (not `--no-compile, or no nvcc`)."""
+    (tmp_path / "k.py").write_text(
+        'import cupy\nk = cupy.RawKernel(HEADER + \'extern "C" __global__ void k() {}\', "k")\n'
+        "k((1,), (64,), ())\n")
+    proc = run_main("kernels", "--arch", "sm_90", str(tmp_path / "k.py"))
+    assert "k.py:3:1: launch k((1,), (64,), ()) grid=1 block=64 smem=0\n    no occupancy: its CUDA " \
+           "string was not compiled: the notice at its compile call says why" in proc.stdout, proc.stdout
+    assert "k.py:2:5: RawKernel source is partly unknown (`HEADER`)" in proc.stderr, proc.stderr

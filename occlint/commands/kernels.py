@@ -115,10 +115,15 @@ def launch_text(r: dict) -> str:
     return f"{r['launch_kind']}({name}, {', '.join(config)})"
 
 
+NOT_COMPILED = "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
+
+
 def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
-                     bounds: dict[str, int] | None = None) -> str | None:
+                     bounds: dict[str, int] | None = None,
+                     not_compiled: str = NOT_COMPILED) -> str | None:
     """Why a launch record has no occupancy (None when it has one). `bounds`: kernel name ->
-    its `__launch_bounds__` max threads, for the kernels of the launch's file."""
+    its `__launch_bounds__` max threads, for the kernels of the launch's file; `not_compiled`:
+    what to say when nothing was compiled."""
     if r.get("occupancy"):
         return None
     if r["runtime_block"]:
@@ -136,7 +141,7 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
         return (f"a block of {r['block']} threads is more than the kernel's __launch_bounds__ "
                 f"({limit}): the launch fails")
     if not compiled:
-        return "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
+        return not_compiled
     if r["name"].split("::")[-1] not in kernels_measured:
         return (f"nvcc reported no figures for `{r['name']}` (defined in a file not listed, "
                 "or not compiled for these archs)")
@@ -338,7 +343,10 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
                          block_text=_arg(ln.block), dynamic_smem_text=_arg(ln.shared),
                          call_text=" ".join(text[ln.start:ln.end].split()))
             if r["kind"] == "launch":
-                r["no_occupancy"] = why_no_occupancy(r, bool(mine), measured, _bounds(recs))
+                r["no_occupancy"] = why_no_occupancy(
+                    r, bool(mine), measured, _bounds(recs),
+                    NOT_COMPILED if report is None else
+                    "its CUDA string was not compiled: the notice at its compile call says why")
             r["line"], r["column"] = make_span(text, at, at).line, make_span(text, at, at).column
             for index in r.get("indices", ()):
                 at = python_offset(v, starts[index["line"] - 1])
