@@ -208,3 +208,19 @@ def test_parse_and_specialize_from_threads():
 def test_long_chains_do_not_recurse(text):
     sf = parse(text)        # no RecursionError (STRICT shows it); the values may be unknown
     check_spans(sf)
+
+
+def test_deeply_nested_kernels_keep_their_scopes_linkage_and_dead_branches():
+    """Scopes, `extern "C"` and `#if 0` are read from a node's ancestors, found downwards from
+    the root (climbing `Node.parent`, itself a walk from the root, was quadratic: 20,000 nested
+    `#if 1` took 11 s); the answers at depth are the ones at the surface."""
+    depth = 300
+    text = ("#if 1\n" * depth + 'namespace a { extern "C" { namespace b {\n'
+            "__global__ void live(int* x) { x[0] = 1; }\n"
+            "#if 0\n__global__ void gone(int* x) { x[0] = 2; }\n#endif\n"
+            "} } }\n" + "#endif\n" * depth +
+            "template <int N> struct S { template <int M> static __global__ void t(int* x) "
+            "{ __shared__ int s[N + M]; s[0] = x[0]; x[1] = s[0]; } };\n")
+    sf = parse(text)
+    assert [(k.qualname, k.extern_c) for k in sf.kernels] == [("a::b::live", True), ("S::t", False)]
+    check_spans(sf)

@@ -25,31 +25,40 @@ def qualifiers(decl) -> set[bytes]:
     return out
 
 
-def scopes_of(node) -> tuple[str, ...]:
+def ancestors(root, node) -> list:
+    """`node`'s ancestors, outermost first (`root` included, `node` not), found downwards from
+    `root`. `Node.parent` is itself a walk down from the root, so climbing with it is quadratic
+    in the depth: 20,000 nested `#if` took 11 s."""
+    out = []
+    p = root
+    while p is not None and p != node:
+        out.append(p)
+        p = p.child_with_descendant(node)
+    return out
+
+
+def scopes_of(node, root) -> tuple[str, ...]:
     """Enclosing namespace and class names, outermost first."""
     names = []
-    p = node.parent
-    while p is not None:
+    for p in ancestors(root, node):
         if p.type in _SCOPE_TYPES:
             name = p.child_by_field_name("name")
             if name is not None:
                 names.append(b"".join(name.text.split()).decode("utf-8", "replace"))
             elif p.type == "namespace_definition":
                 names.append("(anonymous namespace)")
-        p = p.parent
-    return tuple(reversed(names))
+    return tuple(names)
 
 
-def is_dead(node) -> bool:
+def is_dead(node, root) -> bool:
     """Inside the first branch of `#if 0` (disabled code), not in its #elif/#else."""
-    child, p = node, node.parent
-    while p is not None:
+    up = ancestors(root, node)
+    for p, child in zip(up, [*up[1:], node], strict=True):
         if p.type == "preproc_if":
             cond = p.child_by_field_name("condition")
             if cond is not None and cond.text.strip() in (b"0", b"false") and \
                     p.child_by_field_name("alternative") != child:
                 return True
-        child, p = p, p.parent
     return False
 
 
@@ -168,7 +177,7 @@ class Context:
     def dead(self, node) -> bool:
         """In a branch that is false for this view (preproc), or disabled by `#if 0`."""
         return self.pp.is_dead(node.start_byte, node.end_byte) or \
-            (self._maybe_dead and is_dead(node))
+            (self._maybe_dead and is_dead(node, self.tree.root_node))
 
     # --- scopes --------------------------------------------------------------------------------
 
@@ -235,7 +244,8 @@ class Context:
             quals = qualifiers(node)
             name = declarator_name(node.child_by_field_name("declarator"))
             if name is not None and quals & {b"const", b"constexpr"}:
-                qual = "::".join((*scopes_of(node), name.text.decode("utf-8", "replace")))
+                qual = "::".join((*scopes_of(node, self.tree.root_node),
+                                  name.text.decode("utf-8", "replace")))
                 env.globals.setdefault(name.text, []).append(
                     (qual, node.child_by_field_name("default_value")))
         for node in caps.get("enums", ()):
@@ -309,7 +319,7 @@ class Context:
             name = name.child_by_field_name("declarator")            # (its elements: source.values)
         if name is None or name.type != "identifier":
             return
-        qual = "::".join((*scopes_of(decl), name.text.decode("utf-8", "replace")))
+        qual = "::".join((*scopes_of(decl, self.tree.root_node), name.text.decode("utf-8", "replace")))
         self.env.globals.setdefault(name.text, []).append((qual, init.child_by_field_name("value")))
 
     # --- locals, on demand -----------------------------------------------------------------------
@@ -341,8 +351,7 @@ class Context:
         names = self._tnames.get(fn.start_byte)
         if names is None:
             names = set()
-            p = fn.parent
-            while p is not None:
+            for p in ancestors(self.tree.root_node, fn):
                 if p.type == "template_declaration":
                     plist = p.child_by_field_name("parameters")
                     for c in plist.named_children if plist is not None else ():
@@ -355,7 +364,6 @@ class Context:
                                       if x.type in ("identifier", "type_identifier")), None)
                         if n is not None:
                             names.add(n.text)
-                p = p.parent
             self._tnames[fn.start_byte] = names
         return names
 

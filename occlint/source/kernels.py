@@ -7,7 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from occlint.model import Kernel, LaunchBounds
-from occlint.source.context import Context, scopes_of
+from occlint.source.context import Context, ancestors, scopes_of
 
 
 @dataclass
@@ -75,13 +75,11 @@ def _name(declarator):
     return None, prefix
 
 
-def _extern_c(node) -> bool:
-    p = node.parent
-    while p is not None:
+def _extern_c(node, root) -> bool:
+    for p in reversed(ancestors(root, node)):       # the innermost linkage specification
         if p.type == "linkage_specification":
             v = p.child_by_field_name("value")
             return v is not None and b'"C"' in v.text
-        p = p.parent
     return False
 
 
@@ -115,7 +113,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
         if name_node is None:
             continue
         name = name_node.text.decode("utf-8", "replace")
-        scopes = (*scopes_of(node), *prefix)
+        scopes = (*scopes_of(node, ctx.tree.root_node), *prefix)
         qualname = "::".join((*scopes, name))
         plist = fdecl.child_by_field_name("parameters")
         params = tuple(" ".join(tx.node_text(p).split()) for p in plist.named_children
@@ -151,7 +149,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             span=tx.node_span(name_node), decl_span=tx.span(pos, pos), scopes=scopes,
             template_params=tuple(t.name.decode("utf-8", "replace") for t in tparams),
             params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
-            extern_c=_extern_c(node), is_definition=body is not None,
+            extern_c=_extern_c(node, ctx.tree.root_node), is_definition=body is not None,
             grid_stride=body is not None and grid_stride(tx.node_text(body)),
         )
         # an explicit specialization (`template <> __global__ void k<64>(...)`) is its own record
