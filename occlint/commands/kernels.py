@@ -334,6 +334,7 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
         if mine:
             add_compiler_figures(recs, sf, mine, config, archs)
         measured = {u.kernel.split("::")[-1] for u in mine}
+        bounds = _bounds(recs)
         starts = [0, *(i + 1 for i, ch in enumerate(v.text) if ch == "\n")]
         for r in recs:
             at = python_offset(v, starts[r["line"] - 1] + r["column"] - 1)
@@ -344,7 +345,7 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
                          call_text=" ".join(text[ln.start:ln.end].split()))
             if r["kind"] == "launch":
                 r["no_occupancy"] = why_no_occupancy(
-                    r, bool(mine), measured, _bounds(recs),
+                    r, bool(mine), measured, bounds,
                     NOT_COMPILED if report is None else
                     "its CUDA string was not compiled: the notice at its compile call says why")
             r["line"], r["column"] = make_span(text, at, at).line, make_span(text, at, at).column
@@ -483,10 +484,10 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
             recs = records(sf)
             if all_usage:
                 add_compiler_figures(recs, sf, all_usage, config, archs)
+            bounds = _bounds(recs)
             for r in recs:
                 if r["kind"] == "launch":
-                    r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured,
-                                                         _bounds(recs))
+                    r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured, bounds)
         if as_json:     # as json.dump(all records, indent=1) writes each: one level in
             out.append(",\n".join(" " + _indented(r, " ") for r in recs))
         else:
