@@ -4,9 +4,10 @@
 
 Each size is one generated .cu file with that many kernels (plain, namespaced and templated ones,
 shared tiles, `cudaFuncSetAttribute` calls, launches, one per kernel) plus recorded nvcc usage for
-every kernel, linted with `lint_source` (parse + facts + every rule), one core. The last row is a
-file of about `--mb` MB made the same way. Prints a table: kernels, MB, seconds, microseconds per
-kernel; flat microseconds per kernel means linear time.
+every kernel, linted with `lint_source` (parse + facts + every rule), one core; and listed as
+`occlint kernels` lists it (records, compiler figures, occupancy, why a launch has none, text).
+The last row is a file of about `--mb` MB made the same way. Prints a table: kernels, MB,
+seconds and microseconds per kernel for each; flat microseconds per kernel means linear time.
 """
 
 from __future__ import annotations
@@ -81,6 +82,18 @@ def measure(n: int) -> tuple[float, float, int]:
     return time.process_time() - start, len(text.encode()) / 1e6, len(findings)
 
 
+def measure_listing(n: int) -> float:
+    """CPU seconds of `occlint kernels`' listing of the same file (one process, no compile)."""
+    from occlint.commands.kernels import _listing
+    from occlint.config import Config
+
+    text, usage = generate(n)
+    start = time.process_time()
+    _listing(["scale.cu"], ["scale.cu"], {"scale.cu": text.encode()}, Config(arch=("sm_90",)),
+             None, usage, ("sm_90",), False, {})
+    return time.process_time() - start
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,4000,8000,16000,32000")
@@ -90,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.mb:
         per_kernel = len(generate(300)[0].encode()) / 300
         sizes.append(int(args.mb * 1e6 / per_kernel))
-    print(f"{'kernels':>8} {'MB':>6} {'CPU s':>8} {'us/kernel':>10} {'findings':>9}")
+    print(f"{'kernels':>8} {'MB':>6} {'CPU s':>8} {'us/kernel':>10} {'findings':>9} "
+          f"{'listing s':>10} {'us/kernel':>10}")
     for n in sizes:
         seconds, mb, found = measure(n)
-        print(f"{n:>8} {mb:>6.1f} {seconds:>8.2f} {seconds / n * 1e6:>10.0f} {found:>9}", flush=True)
+        listing = measure_listing(n)
+        print(f"{n:>8} {mb:>6.1f} {seconds:>8.2f} {seconds / n * 1e6:>10.0f} {found:>9} "
+              f"{listing:>10.2f} {listing / n * 1e6:>10.0f}", flush=True)
     return 0
 
 
