@@ -500,6 +500,16 @@ def test_python_that_does_not_parse_is_a_notice_not_a_traceback(tmp_path):
     assert "good.py:9:13: OCC031" in proc.stdout
 
 
+def test_newer_python_syntax_is_still_read_by_libcst():
+    """Python 3.12's f-strings (quotes reused inside) are no syntax error to libcst, whatever
+    Python occlint runs on: only CPython's depth refusals keep a file from libcst."""
+    src = ('import cupy as cp\nx = {"a": 1}\ny = f"{x["a"]}"\n'
+           'k = cp.RawKernel(r"""extern "C" __global__ void k(float* x) { x[0] = 1; }""", "k")\n'
+           "k((640,), (33,), (None,))\n")
+    model = extract(src, "new.py")
+    assert not model.problems and len(model.modules) == 1 and len(model.launches) == 1
+
+
 def test_python_that_python_cannot_compile_does_not_crash_the_process(tmp_path):
     """libcst's native parser overflows its stack (SIGSEGV) on 2,000 nested brackets or a
     20,000-term sum; CPython refuses both with an exception, so occlint asks it first. In a

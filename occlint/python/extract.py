@@ -689,19 +689,33 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
+def _too_deep(text: str) -> str | None:
+    """Why CPython's parser refuses `text` for its depth (200 nested brackets, an expression
+    thousands of operators long), else None. libcst's native parser takes the process down on
+    such text (a stack overflow, SIGSEGV), so it is not asked. Any other complaint of CPython's
+    (newer syntax than this Python's, say) is left to libcst, which reads 3.12's grammar."""
+    try:
+        ast.parse(text)
+    except (RecursionError, MemoryError) as exc:
+        return str(exc) or type(exc).__name__
+    except SyntaxError as exc:
+        if "too many nested" in (exc.msg or ""):
+            return f"{exc.msg} (line {exc.lineno})"
+    except ValueError:          # NUL bytes: libcst says so
+        pass
+    return None
+
+
 def extract(text: str, path: str) -> PyModel:
     """The CUDA a Python file compiles and launches. A file libcst cannot parse gives an empty
     model with one problem."""
     model = PyModel(path, text)
-    try:
-        # CPython's own parser first: it refuses, with an exception, what Python could not run
-        # (200 nested brackets, an expression thousands of operators long), which libcst's
-        # native parser would take down the process with (a stack overflow, SIGSEGV)
-        ast.parse(text)
-        tree = cst.parse_module(text)
-    except SyntaxError as exc:
-        model.problems.append((0, f"not parsed as Python: {exc.msg} (line {exc.lineno})"))
+    too_deep = _too_deep(text)
+    if too_deep:
+        model.problems.append((0, f"not parsed as Python: {too_deep}"))
         return model
+    try:
+        tree = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         model.problems.append((0, f"not parsed as Python: {str(exc).splitlines()[0] if str(exc) else exc}"))
         return model
