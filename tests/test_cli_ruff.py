@@ -295,6 +295,14 @@ def test_comma_archs_in_calc_and_kernels_takes_jobs(tmp_path):
     assert k.returncode == 0, k.stderr
 
 
+def test_kernels_takes_nvcc_as_check_does(tmp_path):
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    for command in ("check", "kernels"):
+        r = run_main(command, "k.cu", "--nvcc", str(tmp_path / "no-nvcc"), "--no-cache", cwd=tmp_path)
+        assert r.returncode == 2 and "(from the config or --nvcc) does not run" in r.stderr, \
+            (command, r.stderr)
+
+
 def test_byte_units_are_the_same_everywhere():
     from occlint.units import format_amount, format_size
 

@@ -21,10 +21,11 @@ from occlint.units import format_size
 def add_arguments(parser):
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="CUDA files or directories (searched for "
-                             f"{', '.join(CUDA_SUFFIXES)})")
+                             f"{', '.join(CUDA_SUFFIXES)}, and .py files that compile CUDA)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
     parser.add_argument("--no-compile", action="store_true",
                         help="source model only: do not run nvcc for registers and occupancy")
+    parser.add_argument("--nvcc", metavar="PATH", help="use this nvcc (as check --nvcc)")
     add_config_arguments(parser)
 
 
