@@ -1,7 +1,8 @@
 """The options every linting command shares, and the one function that turns them into a Config.
 
-`check`, `fix`, `baseline` and `lock` take `add_lint_arguments`; `kernels`, `doctor`, `clean`
-and `report` take `add_config_arguments` (config, archs, GPU, cache). `load(args)` reads whichever
+`check`, `fix`, `baseline`, `lock` and `report` take `add_lint_arguments`; `kernels`, `doctor` and
+`clean` take `add_config_arguments` (config, archs, GPU, cache; `kernels` and `doctor` add
+`--nvcc`). `load(args)` reads whichever
 of them a command has: the config file (or the closest one), then inline `--config key = value`
 options in order, then the flags, as in ruff.
 """
