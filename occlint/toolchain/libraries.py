@@ -129,8 +129,10 @@ def missing_header(message: str) -> str | None:
     return None
 
 
-def explain_missing(message: str, cuda_major: int | None = None) -> str:
-    """A missing-header message rewritten to name the header and, when known, its package."""
+def explain_missing(message: str, cuda_major: int | None = None, add: str | None = None) -> str:
+    """A missing-header message rewritten to name the header and, when known, its package.
+    `add`: how to add a folder to the include path, where it is not `include-dirs` (a Python
+    file's CUDA string)."""
     header = missing_header(message)
     if header is None:
         return message
@@ -138,6 +140,7 @@ def explain_missing(message: str, cuda_major: int | None = None) -> str:
     if known:
         library, package = known
         return (f"`{header}` not found: part of {library} (`pip install {package}`), "
-                "or add its folder to `include-dirs`")
-    return f"`{header}` not found: add its folder to `include-dirs` (or build with CMake and " \
-           "export compile_commands.json)"
+                f"or {add or 'add its folder to `include-dirs`'}")
+    return f"`{header}` not found: {add}" if add else \
+        f"`{header}` not found: add its folder to `include-dirs` (or build with CMake and " \
+        "export compile_commands.json)"
