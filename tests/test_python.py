@@ -634,3 +634,18 @@ def test_kernels_says_a_python_string_was_not_compiled_and_why_elsewhere(tmp_pat
     assert "k.py:3:1: launch k((1,), (64,), ()) grid=1 block=64 smem=0\n    no occupancy: its CUDA " \
            "string was not compiled: the notice at its compile call says why" in proc.stdout, proc.stdout
     assert "k.py:2:5: RawKernel source is partly unknown (`HEADER`)" in proc.stderr, proc.stderr
+
+
+def test_a_python_strings_missing_header_says_how_a_call_adds_a_folder(nvrtc_lib):
+    """Not `include-dirs` (a setting for CUDA files): the call's own `-I` option; and the
+    package, where one ships the header."""
+    from occlint.toolchain.libraries import explain_missing
+
+    src = ("import cupy\nk = cupy.RawKernel(r'''#include \"no_such_header_here.h\"\n"
+           "extern \"C\" __global__ void k(float* x) { x[0] = 1; }''', 'k')\n")
+    findings, _ = lint_python(src, "x.py", _cfg())
+    assert [f.message for f in findings if f.code == "OCC900"] == [
+        "NVRTC failed for sm_90: `no_such_header_here.h` not found: pass its folder with `-I` in "
+        "the call's options"]
+    assert explain_missing('cannot open source file "curand_kernel.h"', 13, "pass -I") == \
+        "`curand_kernel.h` not found: part of cuRAND (`pip install nvidia-curand`), or pass -I"
