@@ -282,7 +282,7 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
         for arch in archs:
             kf.sites.extend(_sites(facts, kf, arch))
         for site in kf.sites:
-            site.owner = owner(site, config.min_occupancy)
+            site.owner = owner(site, config.min_occupancy, facts.sm_count)
         facts.sites.extend(kf.sites)
     return facts
 
@@ -464,12 +464,15 @@ def _evaluate(site: Site) -> Site:
     return site
 
 
-def owner(site: Site, min_occupancy: float) -> str | None:
+def owner(site: Site, min_occupancy: float, sm_count: int | None = None) -> str | None:
     """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code),
     decided once per site by `build_facts`; None when it meets the target or fails otherwise
-    (a launch that fails has one finding: why it fails)."""
+    (a launch that fails has one finding: why it fails), and at a launch whose blocks are all
+    resident at once (`resident`)."""
     occ = site.occ
     if not site.launches or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
+        return None
+    if site.launch is not None and sm_count and resident(site.launch, occ, sm_count):
         return None
     limiter = primary_limiter(occ, site.usage is not None)
     if limiter in ("registers", "warps", "blocks", "barriers") and intent_met(site):
@@ -486,6 +489,14 @@ def owner(site: Site, min_occupancy: float) -> str | None:
             return "OCC020"
         return "OCC002"
     return None if site.basis == "best" else "OCC003"    # no block-size advice at a size nobody chose
+
+
+def resident(launch: Launch, occ, sm_count: int) -> bool:
+    """Every block of the launch fits on the GPU at once (a constant grid of at most the SMs x
+    the blocks each holds): a higher occupancy limit adds no block to an SM, so the limiter's
+    advice cannot raise this launch's occupancy; the grid is the knob (OCC033)."""
+    grid = launch.grid.total
+    return grid is not None and occ.active_blocks > 0 and grid <= sm_count * occ.active_blocks
 
 
 @dataclass

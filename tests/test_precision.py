@@ -441,3 +441,27 @@ def test_a_benchmark_sweep_keeps_errors_and_advice_for_most_sizes_only():
     assert (6, "OCC002") not in found                 # 1 of the 6 sizes a sweep tries
     assert (9, "OCC002") in found                     # one of two sizes a condition picks
     assert (11, "OCC022") in found                    # 64 KiB without the opt-in fails at every size
+
+
+def test_no_limiter_advice_where_every_block_is_resident_at_once():
+    """A constant grid of at most SMs x blocks/SM runs in one wave, one or two blocks per SM:
+    a higher occupancy limit adds no block there, so OCC002's advice (a smaller tile) would not
+    change the launch (mrakgr/Spiral-s-ML-Library: 39 such findings on 24-block tensor-core
+    GEMMs). The same kernel over a large grid keeps it."""
+    text = """\
+__global__ void gemm(float* out) {
+    extern __shared__ float tile[];
+    tile[threadIdx.x] = out[threadIdx.x];
+    __syncthreads();
+    out[threadIdx.x] = tile[255 - threadIdx.x];
+}
+
+void run(float* out) {
+    cudaFuncSetAttribute(gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 98304);
+    gemm<<<GRID, 256, 98304>>>(out);
+}
+"""
+    usage = [Usage(kernel="gemm", arch="sm_90", registers=32, barriers=1)]
+    for grid, expected in ((24, 0), (264, 0), (265, 1), (4096, 1)):   # H100: 132 SMs x 2 blocks
+        findings = lint_source(text.replace("GRID", str(grid)), "g.cu", usage, Config(arch=("sm_90",)))
+        assert sum(f.code == "OCC002" for f in findings) == expected, (grid, [f.message for f in findings])
