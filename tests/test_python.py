@@ -649,3 +649,24 @@ def test_a_python_strings_missing_header_says_how_a_call_adds_a_folder(nvrtc_lib
         "the call's options"]
     assert explain_missing('cannot open source file "curand_kernel.h"', 13, "pass -I") == \
         "`curand_kernel.h` not found: part of cuRAND (`pip install nvidia-curand`), or pass -I"
+
+
+def test_options_built_by_append_and_extend_reach_the_compiler():
+    """`options = []` then `options.append(...)` (mrakgr/Spiral-s-ML-Library): the appended
+    `--maxrregcount=128` is passed on (it was dropped, and the uncapped 240 registers gave a false
+    OCC034). A list changed in another way is not known: its options are not guessed."""
+    src = textwrap.dedent('''\
+        import cupy as cp
+        options = []
+        options.append('--maxrregcount=128')
+        options.extend(['-DX=1'])
+        options += ['-DY=2']
+        m = cp.RawModule(code='__global__ void k(float* x) { x[0] = 1; }', options=tuple(options))
+        other = ['-DZ=3']
+        other.insert(0, '-DW=4')
+        n = cp.RawModule(code='__global__ void k(float* x) { x[0] = 1; }', options=tuple(other))
+        ''')
+    model = extract(src, "x.py")
+    assert model.modules[0].options == ("--maxrregcount=128", "-DX=1", "-DY=2")
+    assert model.modules[1].options == () and not model.modules[1].options_known
+    assert model.modules[0].options_known

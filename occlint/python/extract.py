@@ -125,6 +125,9 @@ _AUG = {cst.AddAssign: cst.Add(), cst.SubtractAssign: cst.Subtract(), cst.Multip
         cst.FloorDivideAssign: cst.FloorDivide(), cst.ModuloAssign: cst.Modulo(),
         cst.LeftShiftAssign: cst.LeftShift(), cst.RightShiftAssign: cst.RightShift()}
 _FUNCS = {"min": min, "max": max, "int": int, "abs": abs, "len": len, "round": round}
+# list methods that change the list in place: `append`/`extend` are followed (`options = []`
+# then `options.append('--maxrregcount=128')`); after any other the value is not known
+_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
 _MATH = {"ceil": math.ceil, "floor": math.floor}
 
 
@@ -166,6 +169,8 @@ class _Scopes(cst.CSTVisitor):
 
     def _record(self, target: cst.BaseExpression, value, node, kind: str) -> None:
         name = _name_of(target)
+        if isinstance(target, cst.Subscript):       # `options[0] = ...`: changed in place
+            name, kind = _name_of(target.value), "mutate"
         if name:
             self.ex.assigns.setdefault((self.stack[-1], name), []).append((self.ex.start(node), value, kind, node))
         elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
@@ -183,6 +188,14 @@ class _Scopes(cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._record(node.target, (node.operator, node.value), node, "aug")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _MUTATORS and _name_of(f.value):
+            args = [a for a in node.args if a.keyword is None and not a.star]
+            kind = f.attr.value if f.attr.value in ("append", "extend") and \
+                len(args) == len(node.args) == 1 else "mutate"
+            self._record(f.value, args[0].value if kind != "mutate" else None, node, kind)
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None and isinstance(self.stack[-1], cst.FunctionDef):
@@ -374,6 +387,8 @@ class _Extractor(cst.CSTVisitor):
         if branch is not None and not self._inside(node, branch) and self._set_outside(name, pos, scopes, branch):
             # set under a condition, with an earlier value too: which one runs is not known here
             return Unknown(f"{name} (set under a condition)")
+        if kind in ("append", "extend", "mutate"):
+            return self._mutated(name, node, scopes, pos, kind, value)
         if kind == "aug":
             op, rhs = value
             if type(op) not in _AUG:
@@ -387,6 +402,18 @@ class _Extractor(cst.CSTVisitor):
             return self._binop(_AUG[type(op)], node, rhs, scopes, pos, node, left_value=left)
         inner = self.scope_of(value)
         return self.value(value, inner, pos)
+
+    def _mutated(self, name: str, node, scopes, pos: int, kind: str, arg):
+        """The list `name` after `name.append(arg)` / `name.extend(arg)` at `pos`; Unknown after
+        any other change in place, or when the list before it is not known."""
+        before = self._named(name, node, scopes, pos) if kind != "mutate" else None
+        if not isinstance(before, (list, tuple)):
+            return Unknown(f"{name} (changed in place)")
+        added = self.value(arg, scopes, pos)
+        if kind == "append":
+            return [*before, added]
+        return [*before, *added] if isinstance(added, (list, tuple)) else \
+            Unknown(f"{name} (changed in place)")
 
     def _binop(self, op, left, right, scopes, at, node, left_value=None):
         lv = left_value if left_value is not None else self.value(left, scopes, at)
