@@ -670,3 +670,23 @@ def test_options_built_by_append_and_extend_reach_the_compiler():
     assert model.modules[0].options == ("--maxrregcount=128", "-DX=1", "-DY=2")
     assert model.modules[1].options == () and not model.modules[1].options_known
     assert model.modules[0].options_known
+
+
+def test_a_kernel_fetched_with_unknown_template_arguments_is_still_its_template():
+    """`module.get_function('kernel<{}>'.format(ctype))` in a loop (CuPy's packed_matrix example):
+    the launch runs one of `kernel`'s instantiations. It is linked to `kernel` (its 1-block launch
+    is then deliberate, not a kernel with no launch at its best block size: a wrong OCC001)."""
+    from occlint.python.extract import KernelRef
+
+    src = textwrap.dedent('''\
+        import cupy
+        m = cupy.RawModule(code='template<typename T> __global__ void kernel(T* x) { x[0] = 1; }',
+                           name_expressions=('kernel<float>', 'kernel<double>'))
+        for ctype in ('float', 'double'):
+            k = m.get_function('kernel<{}>'.format(ctype))
+            k((1,), (8,), (None,))
+            j = m.get_function(NAME)
+            j((1,), (8,), (None,))
+        ''')
+    model = extract(src, "x.py")
+    assert [ln.kernel for ln in model.launches] == [KernelRef(0, "kernel")]

@@ -499,6 +499,9 @@ class _Extractor(cst.CSTVisitor):
                 name = self.value(args[0].value, scopes, at) if args else None
                 if isinstance(mod, ModuleRef) and isinstance(name, PyStr) and not name.unknown:
                     return KernelRef(mod.module, name.text)
+                base = _template_base(name)
+                if isinstance(mod, ModuleRef) and base:
+                    return KernelRef(mod.module, base)      # `'k<{}>'.format(t)`: k, its args unknown
                 return Unknown(self.source(node))
             if method in ("dedent", "strip", "lstrip", "rstrip", "format", "replace") or fname in ("textwrap.dedent",):
                 if method == "dedent":
@@ -709,6 +712,15 @@ class _Extractor(cst.CSTVisitor):
             launch = PyLaunch(target, self.start(node), self.end(node), self._arg(grid), self._arg(block),
                               self._arg(kwargs.get("shared_mem")), "cupy")
         self.model.launches.append(launch)
+
+
+def _template_base(name) -> str | None:
+    """`k` of a name expression whose template arguments alone are unknown (`'k<{}>'.format(t)`),
+    else None."""
+    if not isinstance(name, PyStr) or not name.unknown:
+        return None
+    base, sep, _rest = name.text.partition("<")
+    return base if sep and base.isidentifier() and strings.UNKNOWN not in base else None
 
 
 def _short(text: str, n: int = 40) -> str:
