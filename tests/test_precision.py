@@ -465,3 +465,14 @@ void run(float* out) {
     for grid, expected in ((24, 0), (264, 0), (265, 1), (4096, 1)):   # H100: 132 SMs x 2 blocks
         findings = lint_source(text.replace("GRID", str(grid)), "g.cu", usage, Config(arch=("sm_90",)))
         assert sum(f.code == "OCC002" for f in findings) == expected, (grid, [f.message for f in findings])
+
+
+def test_occ011_below_255_registers_does_not_ask_for_more_registers():
+    """No cap binds and ptxas used 32 of 255 registers: it spilled with registers to spare (a
+    call it did not inline), so "raise the register cap" (the old advice) cannot help."""
+    text = "__global__ void __launch_bounds__(256) conv(double* x) { x[0] = 1; }\n"
+    usage = [Usage(kernel="conv", arch="sm_90", registers=32, spill_stores=12, spill_loads=12,
+                   max_registers=255, max_threads=256)]
+    [f] = [f for f in lint_source(text, "c.cu", usage, Config(arch=("sm_90",))) if f.code == "OCC011"]
+    assert "at 32 registers/thread, with no register cap binding, so more registers would not " \
+           "remove them" in f.message and "raise the register cap" not in f.message
