@@ -284,9 +284,9 @@ def _kernel_occupancy(kernels: dict, facts) -> None:
 
 
 def _compile(files: list[str], args, config):
-    """(UsageReport, its archs); (None, ()) with --no-compile or no file (the compiler's
-    modules, and the GPU table, are not even imported: the config has checked `arch` and
-    `gpu`)."""
+    """(UsageReport, its archs) of the CUDA files; (None, ()) with --no-compile or no file (the
+    compiler's modules, and the GPU table, are not even imported: the config has checked `arch`
+    and `gpu`)."""
     if not files or args.no_compile:
         return None, ()
     from occlint.python import is_python
@@ -295,41 +295,61 @@ def _compile(files: list[str], args, config):
     # units and headers, as `check` compiles them (a header alone through its includers)
     report = collect_usage([f for f in files if not is_python(f)], config, jobs=config.jobs)
     print_notice(report)
-    python = [f for f in files if is_python(f)]
-    _python_usage(python, report, config)
-    if python:      # the archs its strings were compiled for, where no .cu file says
-        from occlint.python import archs as python_archs
-        return report, tuple(dict.fromkeys((*report.archs, *python_archs(config))))
     return report, tuple(report.archs)
 
 
-def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]:
+def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[str, tuple]:
+    """path -> (text, its model, usages by module index) for each Python file that compiles
+    CUDA: extracted once (the listing's processes inherit the models) and, unless --no-compile,
+    compiled as `check` compiles it. What `check` would say of a file (a part it could not
+    evaluate, a compile error at its call) is said here."""
+    from occlint.python import _line_col, compiled, might_have_cuda
+    from occlint.python.extract import extract
+    from occlint.python.lint import notices_for
+
+    cache = None
+    if compile and paths and not config.no_cache:
+        from occlint.toolchain.cache import Cache, cache_dir
+        cache = Cache(cache_dir(config))
+    out = {}
+    for path in paths:
+        try:
+            text = texts[path].decode("utf-8-sig")
+        except (AttributeError, UnicodeDecodeError):
+            continue            # unreadable (the listing says so) or not a Python source
+        if not might_have_cuda(text):
+            continue
+        model = extract(text, path)
+        notices = notices_for(model)
+        usage: dict = {}
+        if compile:
+            usage, errors, said = compiled(model, text, path, config, cache)
+            notices += [n for n in said if n not in notices]
+            for mod in model.modules:
+                for err in errors.get(mod.index, ()):
+                    print(f"occlint: warning: {path}:{_line_col(text, mod.offset)}: "
+                          f"{err.compiler} ({err.arch}): {err.message}", file=sys.stderr)
+        for notice in notices:
+            print(f"occlint: notice: {notice}", file=sys.stderr)
+        out[path] = (text, model, usage)
+    return out
+
+
+def _python_records(text: str, model, usages: dict, compiled: bool, config, archs) -> list[dict]:
     """The records of a Python file's CUDA strings, at their places in the .py file. Each string
     is parsed as `check` lints it (its text, then a host function with the file's Python
     launches of its kernels: python.lint.build_virtual) and gets its own compiler figures."""
     from occlint.fix import make_span
-    from occlint.python import might_have_cuda
-    from occlint.python.extract import extract
-    from occlint.python.lint import HOST, build_virtual, notices_for, python_offset
+    from occlint.python.lint import HOST, build_virtual, python_offset
     from occlint.source import parse
 
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return []
-    if not might_have_cuda(text):
-        return []
-    usages = report.python.get(path, {}) if report is not None else {}
-    model = extract(text, path)
-    for notice in notices_for(model):       # what `check` says it could not see
-        print(f"occlint: notice: {notice}", file=sys.stderr)
     calls = {ln.start: ln for ln in model.launches}
     out = []
     for mod in model.modules:
         if mod.code is None:
             continue
         v = build_virtual(model, mod)
-        sf = parse(v.text, path)
+        sf = parse(v.text, model.path)
         recs = records(sf)
         mine = usages.get(mod.index, [])
         if mine:
@@ -347,9 +367,10 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
             if r["kind"] == "launch":
                 r["no_occupancy"] = why_no_occupancy(
                     r, bool(mine), measured, bounds,
-                    NOT_COMPILED if report is None else
-                    "its CUDA string was not compiled: the notice at its compile call says why")
-            r["line"], r["column"] = make_span(text, at, at).line, make_span(text, at, at).column
+                    "its CUDA string was not compiled: the notice at its compile call says why"
+                    if compiled else NOT_COMPILED)
+            span = make_span(text, at, at)
+            r["line"], r["column"] = span.line, span.column
             for index in r.get("indices", ()):
                 at = python_offset(v, starts[index["line"] - 1])
                 index["line"] = make_span(text, at, at).line
@@ -360,36 +381,6 @@ def _python_records(path: str, data: bytes, report, config, archs) -> list[dict]
 def _arg(arg) -> str:
     """A Python launch argument as written (a 1-tuple's `256,` as `256`)."""
     return " ".join(arg.source.split()).rstrip(",").strip()
-
-
-def _python_usage(paths: list[str], report, config) -> None:
-    """The CUDA strings of the Python files `paths`, compiled as `check` compiles them: their
-    usages, by module, go to `report.python[path]`; errors and notices are said here, at the
-    call that compiles the string."""
-    from occlint.files import read_regular
-    from occlint.python import _line_col, compiled, might_have_cuda
-    from occlint.python.extract import extract
-
-    cache = None
-    if paths and not config.no_cache:
-        from occlint.toolchain.cache import Cache, cache_dir
-        cache = Cache(cache_dir(config))
-    for path in paths:
-        try:
-            text = read_regular(path).decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError):
-            continue                    # the listing says why it cannot read the file
-        if not might_have_cuda(text):
-            continue
-        model = extract(text, path)
-        usage, errors, notices = compiled(model, text, path, config, cache)
-        report.python[path] = usage
-        for mod in model.modules:
-            for err in errors.get(mod.index, ()):
-                print(f"occlint: warning: {path}:{_line_col(text, mod.offset)}: {err.compiler} "
-                      f"({err.arch}): {err.message}", file=sys.stderr)
-        for notice in notices:
-            print(f"occlint: {notice}", file=sys.stderr)
 
 
 MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among processes (jobs)
@@ -465,10 +456,11 @@ def _scalar(value) -> str:
 
 
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
-             archs, as_json: bool, memo: dict) -> list[str]:
+             archs, as_json: bool, memo: dict, python: dict | None = None) -> list[str]:
     """The output of each file of `share` (JSON: it may come from a forked process): its
     records as `--json` lists them or as lines, each file parsed with its View among all the
-    run's `files` (`memo`: what the views of this process's earlier shares found)."""
+    run's `files` (`memo`: what the views of this process's earlier shares found; `python`:
+    `_python_files`' entries)."""
     from occlint.python import is_python
     from occlint.source import parse
     from occlint.toolchain.flags import source_views
@@ -479,7 +471,8 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
     out = []
     for path in share:
         if is_python(path):
-            recs = _python_records(path, texts[path], report, config, archs)
+            entry = (python or {}).get(path)
+            recs = _python_records(*entry, report is not None, config, archs) if entry else []
         else:
             sf = parse(texts[path], path, views.get(path))
             recs = records(sf)
@@ -507,15 +500,20 @@ def _run(args) -> int:
     config = load(args)
     files, errors = discover(args.paths, config)
     report, archs = _compile(files, args, config)
+    from occlint.python import is_python, names_a_compile
+
+    texts = _read_all(files)
+    python = _python_files([f for f in files if is_python(f)], texts, config, report is not None)
+    if python and report is not None:       # the archs its strings were compiled for, too
+        from occlint.python import archs as python_archs
+        archs = tuple(dict.fromkeys((*archs, *python_archs(config))))
     all_usage = [u for us in report.usages.values() for u in us] if report else []
     for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
         where = f"{err.path}:{err.line}" if err.line else err.path
         print(f"occlint: warning: {where}: {err.compiler}: {err.message}", file=sys.stderr)
     from occlint.process import fork_map
-    from occlint.python import is_python, names_a_compile
     from occlint.source.grammar import may_hold_constructs
 
-    texts = _read_all(files)
     # a file without the words a kernel, a shared array, a launch or an API call is written
     # with lists nothing: it is not parsed (a third of a typical project's files)
     parsed = [f for f in files if isinstance(texts[f], bytes) and
@@ -523,7 +521,8 @@ def _run(args) -> int:
     memo: dict = {}
 
     def listing(share: list[str]) -> list:
-        return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo)
+        return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo,
+                        python)
 
     shares, workers = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
     if workers > 1:     # loaded once, before the copies fork

@@ -53,8 +53,6 @@ class UsageReport:
     commands: dict[str, UnitCommand] = field(default_factory=dict)        # unit -> how compiled
     borrowed: dict[str, str] = field(default_factory=dict)  # includer compiled for a lone header
     cache: Cache | None = None      # the compile cache the run used (its file hashes are shared)
-    python: dict[str, dict[int, list[Usage]]] = field(default_factory=dict)  # `kernels`: a .py
-    # file -> its CUDA strings' usages, by module index (each string is its own program)
 
     def archs_of(self, path: str) -> tuple[str, ...]:
         """The archs `path` was compiled for: its own, or for a header its includers'."""
