@@ -154,7 +154,13 @@ def _key(mod: Module, backend: str, identity: str, options: list[str], arch: str
 
 def compile_module(mod: Module, arch: str, path: str, config, cache=None) -> Compiled:
     """Usage and errors for one CUDA string on one arch (positions are lines of the string)."""
-    from occlint.toolchain.compile import _error_from_json, _major, _usage_to_json, usage_from_json
+    from occlint.toolchain.compile import (
+        _error_from_json,
+        _explained,
+        _major,
+        _usage_to_json,
+        usage_from_json,
+    )
 
     if mod.code is None or mod.code.unknown:
         return Compiled()
@@ -196,7 +202,9 @@ def compile_module(mod: Module, arch: str, path: str, config, cache=None) -> Com
     else:
         result = _with_nvcc(mod, source, options, arch, path, nvcc, config)
         major = _major(nvcc.version)
-    result.errors = [_explained(e, major) for e in result.errors]
+    # a missing header: its package, and how a call adds a folder (`include-dirs` is for .cu files)
+    result.errors = [_explained(e, major, "pass its folder with `-I` in the call's options")
+                     for e in result.errors]
     if cache is not None and not result.notice:
         cache.put(key, [], {"usages": [_usage_to_json(u) for u in result.usages],
                             "errors": [asdict(e) for e in result.errors], "time": time.time(),
@@ -231,17 +239,6 @@ def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: s
     if usages and prog.cubin:
         usages = _linked(usages, prog.cubin, arch, config, f"this {mod.api} source", warnings)
     return Compiled(usages, warning="; ".join(warnings) or None)
-
-
-def _explained(err: CompileError, major: int | None) -> CompileError:
-    """A missing header's error names the header, the package that ships it, and how a
-    Python call adds an include folder (not `include-dirs`, which is for CUDA files)."""
-    from dataclasses import replace
-
-    from occlint.toolchain.libraries import explain_missing
-
-    message = explain_missing(err.message, major, "pass its folder with `-I` in the call's options")
-    return err if message == err.message else replace(err, message=message)
 
 
 def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,

@@ -529,11 +529,12 @@ def _major(version: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _explained(err: CompileError, major: int | None) -> CompileError:
-    """A missing header's message names the header and the package that ships it."""
+def _explained(err: CompileError, major: int | None, add: str | None = None) -> CompileError:
+    """A missing header's message names the header and the package that ships it (`add`: how
+    to add an include folder, where it is not `include-dirs`: libraries.explain_missing)."""
     from occlint.toolchain.libraries import explain_missing
 
-    message = explain_missing(err.message, major)
+    message = explain_missing(err.message, major, add)
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 
