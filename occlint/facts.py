@@ -464,7 +464,7 @@ def _evaluate(site: Site) -> Site:
     return site
 
 
-def owner(site: Site, min_occupancy: float, sm_count: int | None = None) -> str | None:
+def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
     """Which of OCC001/OCC002/OCC003/OCC020 owns a below-target site (one cause, one code),
     decided once per site by `build_facts`; None when it meets the target or fails otherwise
     (a launch that fails has one finding: why it fails), and at a launch whose blocks are all
@@ -472,7 +472,7 @@ def owner(site: Site, min_occupancy: float, sm_count: int | None = None) -> str 
     occ = site.occ
     if not site.launches or occ.occupancy >= min_occupancy or (site.launch is not None and serial(site.launch)):
         return None
-    if site.launch is not None and sm_count and resident(site.launch, occ, sm_count):
+    if site.launch is not None and resident(site.launch, occ, sm_count):
         return None
     limiter = primary_limiter(occ, site.usage is not None)
     if limiter in ("registers", "warps", "blocks", "barriers") and intent_met(site):
