@@ -75,9 +75,10 @@ PROBE_TIMEOUT = 30.0     # seconds for a probe; less when compile-timeout is les
 
 
 def _run(cmd: list[str], cache: str | None = None, depends_on: tuple[str, ...] = (),
-         timeout: float = PROBE_TIMEOUT) -> str:
-    """A tool probe's output, remembered in the cache folder while the binary is unchanged."""
-    return probe.run(cmd, cache, depends_on=depends_on, timeout=timeout)
+         timeout: float = PROBE_TIMEOUT, failed=""):
+    """A tool probe's output, remembered in the cache folder while the binary is unchanged;
+    `failed` when it cannot run or times out."""
+    return probe.run(cmd, cache, depends_on=depends_on, timeout=timeout, failed=failed)
 
 
 def host_compiler_version(path: str | None, cache: str | None = None,
@@ -129,8 +130,8 @@ def _real_nvcc(candidate: str, cache: str | None = None,
     real = os.path.realpath(candidate)
     here = None
     if not _is_elf(real):
-        out = probe.run([candidate, "-dryrun", "-E", "-x", "cu", os.devnull], cache,
-                        timeout=timeout, failed=None)
+        out = _run([candidate, "-dryrun", "-E", "-x", "cu", os.devnull], cache,
+                   timeout=timeout, failed=None)
         if out is None:     # it cannot run, or it hangs: `--version` would wait out the timeout again
             return None
         here = re.search(r"^#\$ _HERE_=(.*)$", out, re.M)
