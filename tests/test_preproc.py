@@ -225,7 +225,7 @@ def _plain(path):
     return read_header(path)
 
 
-def _random_project(root, rng, headers=8, units=24):
+def _random_project(root, rng, headers=8, units=16):
     names = [f"M{i}" for i in range(6)]
 
     def lines(n, own):

@@ -14,7 +14,14 @@ from conftest import run_main
 
 from occlint.config import config_from_table
 from occlint.python import lint_python, might_have_cuda
-from occlint.python.extract import extract
+
+
+def extract(src, path):
+    """occlint.python.extract.extract, imported on first use: libcst's import (~0.15 s) is then
+    paid by the tests that read Python, not by every pytest worker at collection."""
+    from occlint.python.extract import extract
+
+    return extract(src, path)
 
 
 def _cfg(**kw):

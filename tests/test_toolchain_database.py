@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_main
 
 from occlint.config import Config
 from occlint.toolchain import database
@@ -105,7 +105,7 @@ def test_a_command_with_an_open_quote_is_its_words_and_is_read_only_when_used(tm
     entry = db.entry_for(str(tmp_path / "a.cu"))
     assert entry.arguments == ("nvcc", "-DN=4", "-c", '"a.cu')
     assert sum(isinstance(v, database.Entry) for v in dict.values(db.entries)) == 1
-    r = run_cli("kernels", "a.cu", "--no-compile", "--json", cwd=tmp_path)
+    r = run_main("kernels", "a.cu", "--no-compile", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [x["name"] for x in json.loads(r.stdout)] == ["k", "k"]
 
