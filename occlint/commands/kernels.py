@@ -304,13 +304,8 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
     compiled as `check` compiles it. What `check` would say of a file (a part it could not
     evaluate, a compile error at its call) is said here."""
     from occlint.python import _line_col, compiled, might_have_cuda
-    from occlint.python.extract import extract
-    from occlint.python.lint import notices_for
 
     cache = None
-    if compile and paths and not config.no_cache:
-        from occlint.toolchain.cache import Cache, cache_dir
-        cache = Cache(cache_dir(config))
     out = {}
     for path in paths:
         try:
@@ -319,6 +314,13 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
             continue            # unreadable (the listing says so) or not a Python source
         if not might_have_cuda(text):
             continue
+        # libcst (~0.15 s to import) only once a file names a compile call
+        from occlint.python.extract import extract
+        from occlint.python.lint import notices_for
+
+        if compile and cache is None and not config.no_cache:
+            from occlint.toolchain.cache import Cache, cache_dir
+            cache = Cache(cache_dir(config))
         model = extract(text, path)
         notices = notices_for(model)
         usage: dict = {}
