@@ -390,16 +390,24 @@ PIECES_PER_JOB = 8                 # taken one by one: a process that finishes e
 
 
 def _shares(files: list[str], sizes: list[int], jobs: int | None) -> tuple[list[list[str]], int]:
-    """(`files` in consecutive runs of about equal size, how many processes share them): one
-    run when the listing is small, else PIECES_PER_JOB per process (a folder's files, which
-    share headers, mostly stay together)."""
+    """(`files` in consecutive runs, how many processes share them): one run when the listing
+    is small, else PIECES_PER_JOB per process (a folder's files, which share headers, mostly
+    stay together). The runs shrink from first to last (the first five times the last), so the
+    pieces taken at the end are small and the processes finish close together."""
     total = sum(sizes)
     workers = max(1, min(jobs or os.cpu_count() or 1, total // MIN_SHARE_BYTES, len(files)))
     n = 1 if workers == 1 else min(len(files), workers * PIECES_PER_JOB)
+    weights = [4 * (n - k) + n for k in range(n)]              # 5n down to n + 4, linearly
+    ends, acc = [], 0
+    for w in weights:
+        acc += w
+        ends.append(acc * total / sum(weights))
     shares: list[list[str]] = [[] for _ in range(n)]
-    done = 0
-    for f, size in zip(files, sizes):
-        shares[min(n - 1, done * n // max(total, 1))].append(f)
+    done, k = 0, 0
+    for i, (f, size) in enumerate(zip(files, sizes)):
+        while k < n - 1 and shares[k] and (done >= ends[k] or len(files) - i == n - 1 - k):
+            k += 1                          # the next piece: this one is full, or each piece
+        shares[k].append(f)                 # left needs one of the files left
         done += size
     return [s for s in shares if s], workers
 
