@@ -305,7 +305,7 @@ def source_views(paths: Iterable[str], config: Config,
         return units[unit]
 
     out = {}
-    named: dict[str, frozenset] = memo.setdefault("named", {})  # unit -> its #include names
+    named: dict[str, list] = memo.setdefault("named", {})   # an #include name -> its units
     for path in wanted:
         if not is_header(path):
             out[path] = unit_view(path)
@@ -335,12 +335,12 @@ def source_views(paths: Iterable[str], config: Config,
 
 
 def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | None,
-               config: Config, named: dict[str, frozenset] | None = None) -> list[str]:
+               config: Config, named: dict[str, list] | None = None) -> list[str]:
     """Units that read `header`: from the dependency lists (`readers`: each file a unit read ->
     those units), else those among `paths` whose text has an `#include` of a file of its name
-    (`includers.included_names`; nearest folder first), else the database's. `named`: unit ->
-    the names it includes, filled here once per unit (pass the same dict for every header of
-    one run)."""
+    (`includers.included_names`; nearest folder first), else the database's. `named`: each
+    name the units among `paths` include -> those units, filled here on the first call (pass
+    the same dict for every header of one run)."""
     from occlint.discover import is_header
     from occlint.source.preproc import read_header
     from occlint.toolchain.includers import included_names
@@ -352,16 +352,14 @@ def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | No
     name = os.path.basename(header)
     here = os.path.dirname(os.path.abspath(header))
     named = {} if named is None else named
-    found = []
-    for unit in paths:
-        if is_header(unit):
-            continue
-        names = named.get(unit)
-        if names is None:
-            text = (read_header(unit) or b"").decode("utf-8", "replace")
-            names = named[unit] = included_names(text)
-        if name in names:
-            found.append(unit)
+    if not named:
+        named[None] = []            # filled, even when no unit includes anything
+        for unit in paths:
+            if not is_header(unit):
+                text = (read_header(unit) or b"").decode("utf-8", "replace")
+                for n in included_names(text):
+                    named.setdefault(n, []).append(unit)
+    found = named.get(name, [])
     if not found:          # none given: the database's units that name it
         from occlint.toolchain.includers import for_headers
         return [unit for unit, _ in for_headers([header], [], config, None)]
