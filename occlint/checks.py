@@ -140,6 +140,15 @@ def choices_note(values: dict) -> str:
     return f" [the {what} is one of {say(choices)}: this holds for {say(held)}]"
 
 
+def unmeasured_note(values: dict) -> str:
+    """The words an occupancy finding ends with when the kernel has no compiler figures (its
+    unit did not compile, or no nvcc): its registers were taken as binding nothing."""
+    if values.get("measured") is not False:
+        return ""
+    return (" [registers not measured (no compiler figures for this kernel): these figures "
+            "hold only where registers do not limit it first]")
+
+
 def checks_of(kind: str) -> dict[str, Callable]:
     return {code: fn for code, fn in CHECKS.items() if KINDS[code] == kind}
 
@@ -211,6 +220,7 @@ def _occ_values(site: Site, facts: Facts) -> dict:
         "max_block": site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024,
         "choices": site.launch.choices if site.launch is not None else (),
         "sweep": site.launch is not None and site.launch.sweep,
+        "measured": site.usage is not None,
     }
 
 

@@ -476,3 +476,32 @@ def test_occ011_below_255_registers_does_not_ask_for_more_registers():
     [f] = [f for f in lint_source(text, "c.cu", usage, Config(arch=("sm_90",))) if f.code == "OCC011"]
     assert "at 32 registers/thread, with no register cap binding, so more registers would not " \
            "remove them" in f.message and "raise the register cap" not in f.message
+
+
+TILE = """\
+__global__ void tile(float* x) {
+    __shared__ float a[8192];
+    a[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = a[threadIdx.x ^ 1];
+}
+
+void run(float* x, int n) { tile<<<n, 128>>>(x); }
+"""
+
+
+def test_occupancy_without_compiler_figures_says_registers_were_not_measured():
+    # SGEMM_CUDA's runner.cu without cuBLAS's headers: nvcc failed, so 37.5% "limited by shared
+    # memory" assumed registers bind nothing (they bind first, at 12.5%, once it compiles)
+    config = Config(arch=("sm_90",))
+    unmeasured = [f for f in lint_source(TILE, "t.cu", [], config) if f.code == "OCC002"]
+    assert len(unmeasured) == 1
+    assert unmeasured[0].message.endswith(
+        "[registers not measured (no compiler figures for this kernel): these figures hold only "
+        "where registers do not limit it first]")
+    assert unmeasured[0].data["measured"] is False
+    measured = [f for f in lint_source(TILE, "t.cu", [Usage(kernel="tile", arch="sm_90", registers=32,
+                                                             static_smem=32768)], config)
+                if f.code == "OCC002"]
+    assert len(measured) == 1 and "not measured" not in measured[0].message
+    assert measured[0].data["measured"] is True
