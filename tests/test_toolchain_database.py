@@ -169,6 +169,11 @@ def test_missing_header_names_the_package():
                                         "`include-dirs`")
     assert "nvidia-cudnn-cu12" in explain_missing("cudnn.h: No such file or directory", 12)
     assert package_for("cutlass/gemm/device/gemm.h") == ("CUTLASS", "nvidia-cutlass")
+    # a PyTorch extension's headers (Dao-AILab/causal-conv1d without torch installed)
+    assert package_for("c10/util/BFloat16.h") == package_for("<torch/extension.h>") == \
+        package_for("ATen/cuda/CUDAContext.h") == ("PyTorch", "torch")
+    assert package_for("pybind11/pybind11.h") == ("pybind11", "pybind11")
+    assert package_for("torch_helpers.h") is None
     assert "`helper_cuda.h` not found" in explain_missing(
         'x.cu(1): catastrophic error: cannot open source file "helper_cuda.h"')
     assert explain_missing("expected a ;") == "expected a ;"

@@ -39,6 +39,10 @@ _PACKAGES: list[tuple[str, str, str, str]] = [
     (r"cutensor.*\.h", "cuTENSOR", "cutensor-cu13", "cutensor-cu12"),
     (r"nvtx3/.*|nvToolsExt.*\.h", "NVTX", "nvidia-nvtx", "nvidia-nvtx-cu12"),
     (r"cutlass/.*|cute/.*", "CUTLASS", "nvidia-cutlass", "nvidia-cutlass"),
+    # a PyTorch extension's headers: with torch importable, a setup.py extension's units get
+    # torch's include folders (python.extensions)
+    (r"(?:torch|ATen|c10|caffe2)/.*", "PyTorch", "torch", "torch"),
+    (r"pybind11/.*", "pybind11", "pybind11", "pybind11"),
 ]
 
 
