@@ -268,7 +268,8 @@ def test_find_kernel():
 
 @pytest.mark.parametrize(("expr", "value"), [
     ("0x100", 256), ("0b1000", 8), ("010", 8), ("1'024", 1024), ("256u", 256), ("64ULL", 64),
-    ("1 << 8", 256), ("(3 + 5) * 32", 256), ("1000 / 3", 333), ("-7 / 2", -3), ("-7 % 2", -1),
+    ("1 << 8", 256), ("(3 + 5) * 32", 256), ("1000 / 3", 333),
+    ("-7 / 2 + 10", 7), ("-7 % 2 + 2", 1),     # C truncates toward zero: -3 and -1
     ("2 > 1 ? 128 : 64", 128), ("min(512, 256)", 256), ("std::max(32, 64)", 64),
     ("sizeof(float4)", 16), ("sizeof(double) * 4", 32), ("M2(3)", 6), ("M3", 96), ("E_B", 11),
     ("static_cast<int>(7)", 7), ("(int)9", 9), ("x / 0", None), ("1.5f", None), ("n", None),
@@ -438,3 +439,45 @@ def test_halving_variable_outside_a_for_loop(body, derived):
     text = ("__global__ void k(int n) { __shared__ float a[1024]; int tid = threadIdx.x; "
             + body + " }")
     assert [i.thread_derived for i in parse(text).shared[0].indices] == [derived]
+
+
+OUT_PARAMS = """\
+__global__ void __launch_bounds__(256) k(int* x) { x[threadIdx.x] = 0; }
+void params(unsigned& t, unsigned& b);
+void params(unsigned& t, unsigned& b) { t = 256; b = 100; }
+void show(const unsigned& t, unsigned b) {}
+void run(int* x) {
+    unsigned threads = 1024, blocks = 0;
+    params(threads, blocks);
+    k<<<blocks, threads>>>(x);
+}
+void shown(int* x) {
+    unsigned threads = 128, blocks = 4;
+    show(threads, blocks);
+    k<<<blocks, threads>>>(x);
+}
+void literal(int* x) {
+    int none = 0;
+    k<<<1, none>>>(x);
+    k<<<dim3(4, 0), 64>>>(x);
+}
+"""
+
+
+def test_a_local_passed_to_a_reference_parameter_is_written():
+    # cudpp's compact_app.cu: `unsigned numThreads = 0; calculateCompactLaunchParams(n,
+    # numThreads, numBlocks, ...)` then `<<<numBlocks, numThreads>>>`: the block was taken as 0
+    # (the run ended with "block size must be at least 1"), or as 1024 (a false OCC032)
+    sf = parse(OUT_PARAMS, "o.cu")
+    run, shown, none, zero = sf.launches
+    assert (run.grid.total, run.block.total) == (None, None)
+    assert (shown.grid.total, shown.block.total) == (4, 128)     # const& and by value: read
+    assert none.block.total is None and zero.grid.total is None  # no extent is below 1
+
+
+def test_out_parameters_give_no_false_launch_bounds_error():
+    from occlint.config import Config
+    from occlint.engine import lint_source
+
+    findings = lint_source(OUT_PARAMS, "o.cu", [], Config(arch=("sm_90",)))
+    assert not [f for f in findings if f.code in ("OCC032", "OCC034")], findings

@@ -78,6 +78,7 @@ class Local:
     fields: dict = field(default_factory=dict)      # field name (bytes) -> [value node or None]
     whole_written: bool = False                     # written other than through `.field =`
     writes: list = field(default_factory=list)      # the assignment/update/`&` nodes
+    passed: list = field(default_factory=list)      # calls' argument lists naming it alone
 
 
 class Env:

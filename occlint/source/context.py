@@ -162,6 +162,7 @@ class Context:
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
         self._tnames: dict[int, set[bytes]] = {}
+        self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
         self.view = view if outer is None else outer.view
@@ -344,7 +345,29 @@ class Context:
                     node.type != "identifier":
                 continue                       # in a comment, a string, or a longer token
             _classify_use(node, local)
+        for args in local.passed:       # `f(x)` where f takes a non-const reference writes x
+            call = args.parent
+            index = next((i for i, a in enumerate(_arguments(args)) if a.text == name), None)
+            if call is not None and call.type == "call_expression" and index is not None and \
+                    index in self._reference_params(call.child_by_field_name("function")):
+                local.written = local.whole_written = True
+                local.writes.append(call)
         return local if local.decls else None
+
+    def _reference_params(self, callee) -> set[int]:
+        """Which parameters (by position) of the functions this file defines under the callee's
+        name take a non-const reference: an argument there may be written (an out-parameter,
+        `calc_launch(n, threads, blocks)`). Unknown callees (a header's, a library's): none."""
+        if callee is None:
+            return set()
+        if callee.type == "template_function":
+            callee = callee.child_by_field_name("name")
+        if callee is None or callee.type not in ("identifier", "qualified_identifier"):
+            return set()
+        name = callee.text.rsplit(b"::", 1)[-1].strip()
+        if self._refs is None:
+            self._refs = _reference_params_by_name(self.funcs)
+        return self._refs.get(name, set())
 
     def _template_names(self, fn) -> set[bytes]:
         """Template parameter names of the templates around function `fn` (cached)."""
@@ -543,6 +566,37 @@ _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator"
                 "parenthesized_declarator", "init_declarator"}
 
 
+def _arguments(args) -> list:
+    return [c for c in args.named_children if c.type != "comment"]
+
+
+def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
+    """function name -> positions of its non-const reference parameters, over the file's
+    function definitions (every overload's, so a name is written if any overload may)."""
+    out: dict[bytes, set[int]] = {}
+    for _start, _end, fn in funcs:
+        d = fn.child_by_field_name("declarator")
+        while d is not None and d.type != "function_declarator":
+            d = d.child_by_field_name("declarator")
+        if d is None:
+            continue
+        ident = d.child_by_field_name("declarator")
+        params = d.child_by_field_name("parameters")
+        if ident is None or params is None:
+            continue
+        refs = set()
+        for i, prm in enumerate(_arguments(params)):
+            decl = prm.child_by_field_name("declarator")
+            while decl is not None and decl.type in ("parenthesized_declarator",):
+                decl = decl.named_children[0] if decl.named_child_count else None
+            if decl is not None and decl.type == "reference_declarator" and \
+                    not any(c.type == "type_qualifier" and c.text == b"const" for c in prm.children):
+                refs.add(i)
+        if refs:
+            out.setdefault(ident.text.rsplit(b"::", 1)[-1].strip(), set()).update(refs)
+    return out
+
+
 def _classify_use(node, local: Local) -> None:
     """Record one occurrence of a name: a declaration, a write, or (ignored) a read."""
     parent = node.parent
@@ -574,6 +628,8 @@ def _classify_use(node, local: Local) -> None:
             (t == "pointer_expression" and parent.child_by_field_name("operator").text == b"&"):
         local.written = local.whole_written = True    # assigned, incremented, address taken
         local.writes.append(parent)
+    elif t == "argument_list":
+        local.passed.append(parent)     # a call's whole argument: a reference parameter writes it
     elif t == "field_expression" and parent.child_by_field_name("argument") == node:
         assign = parent.parent
         if assign is not None and assign.type == "assignment_expression" and \

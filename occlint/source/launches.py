@@ -18,6 +18,12 @@ _SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression"
                        "sizeof_expression", "cast_expression", "parenthesized_expression"}
 
 
+def _extent(v: int | None) -> int | None:
+    """A grid or block extent as evaluated; below 1 (no launch has one: nvcc's runtime rejects
+    it) the evaluation missed a write, so the extent is unknown."""
+    return v if v is None or v >= 1 else None
+
+
 def _args(node) -> list:
     return [c for c in node.named_children if c.type != "comment"] if node is not None else []
 
@@ -131,7 +137,7 @@ class LaunchReader:
                 return self._with_text(self.dim3(value, scope, depth + 1), text)
         v = self.env.value(node, scope)
         if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
-            return Dim3(v, 1, 1, text)
+            return Dim3(_extent(v), 1, 1, text)
         return Dim3(None, None, None, text)      # maybe a dim3 we cannot see: y and z unknown
 
     def _integral(self, node, scope) -> bool:
@@ -153,13 +159,13 @@ class LaunchReader:
             if len(values) > 1 or (values and values[0] is None):
                 vals.append(None)
             else:
-                vals.append(self.env.value(values[0], scope) if values else 1)
+                vals.append(_extent(self.env.value(values[0], scope)) if values else 1)
         return Dim3(vals[0], vals[1], vals[2], text)
 
     def _components(self, args, scope, text) -> Dim3:
         if not 1 <= len(args) <= 3:
             return Dim3(None, None, None, text) if args else Dim3(1, 1, 1, text)
-        vals = [self.env.value(a, scope) for a in args] + [1] * (3 - len(args))
+        vals = [_extent(self.env.value(a, scope)) for a in args] + [1] * (3 - len(args))
         return Dim3(vals[0], vals[1], vals[2], text)
 
     @staticmethod

@@ -171,7 +171,7 @@ def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
     the block size's variable is evaluated with it bound, pair by pair (`block_size *
     sizeof(float)` follows `block_size`)."""
     blocks = (block_total,) if block_total is not None else few_values(ctx, block, scope, trace=trace)
-    if not blocks:
+    if not blocks or min(blocks) < 1:     # an extent below 1: a write was missed (launches._extent)
         return ()
     driver = block.text if block_total is None and block is not None and \
         block.type == "identifier" else None
