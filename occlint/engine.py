@@ -122,6 +122,13 @@ def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     return facts, finalize(hits, text, path)
 
 
+def internal_error(path: str, exc: BaseException) -> str:
+    """The error line for a file whose analysis failed inside occlint (a bug): the run goes on
+    with the other files and exits 2."""
+    return (f"{path}: internal error while analysing it: {type(exc).__name__}: {exc} (set "
+            "OCCLINT_DEBUG=1 for a traceback and please report it; the other files were checked)")
+
+
 def lint_build_file(text: str, path: str, config: Config) -> list[Finding]:
     """The build-file checks (OCC040) for one CMakeLists.txt, Makefile, setup.py, pyproject.toml
     or compile_commands.json: pure, like `lint_source`."""
@@ -226,10 +233,18 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         project = Project.read({**included, **{path: texts[path] for path in cuda}}, views)
         result.project = project
         found = []
+        failed = False
         for path, file_usage, file_config, errors in inputs:
-            found.extend(lint_source(texts[path], path, file_usage, file_config, source=project[path],
-                                     compile_errors=errors, project=project))
-        if entry:
+            try:
+                found.extend(lint_source(texts[path], path, file_usage, file_config,
+                                         source=project[path], compile_errors=errors,
+                                         project=project))
+            except Exception as exc:    # one file's failure is its error; the others are checked
+                if os.environ.get("OCCLINT_DEBUG"):
+                    raise
+                failed = True
+                result.errors.append(internal_error(path, exc))
+        if entry and not failed:
             from occlint.source.preproc import READ
             results.store(cache, entry, found, READ)
     result.findings.extend(found)

@@ -211,3 +211,38 @@ def test_latin1_source_is_never_fixed(tmp_path):
     assert len(errors) == 1 and "k.cu" in errors[0] and "UTF-8" in errors[0], proc.stderr
     assert (tmp_path / "k.cu").read_bytes() == LATIN1
     assert "<<<4096, 128>>>" in (tmp_path / "ok.cu").read_text()
+
+
+def test_a_file_whose_analysis_fails_is_an_error_and_the_others_are_checked(tmp_path, monkeypatch):
+    # a bug in one file's analysis (cudpp's out-parameter block size raised "block size must
+    # be at least 1") ended the whole run with no findings; now it is that file's error line
+    from conftest import SCALE_100, run_main
+
+    from occlint import checks
+    from occlint.commands import kernels
+
+    real_check, real_records = checks.CHECKS["OCC031"], kernels.records
+
+    def check_but_bad(facts):
+        if facts.path.endswith("bad.cuh"):
+            raise ValueError("boom")
+        return real_check(facts)
+
+    def records_but_bad(sf):
+        if sf.path.endswith("bad.cuh"):
+            raise ValueError("boom")
+        return real_records(sf)
+
+    monkeypatch.setitem(checks.CHECKS, "OCC031", check_but_bad)
+    monkeypatch.setattr(kernels, "records", records_but_bad)
+    monkeypatch.delenv("OCCLINT_DEBUG", raising=False)
+    for name in ("bad.cuh", "good.cuh"):
+        (tmp_path / name).write_text(SCALE_100)
+    proc = run_main("check", "--no-cache", "--arch", "sm_90", "--output-format", "concise",
+                    "bad.cuh", "good.cuh", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "good.cuh:7:19: OCC031" in proc.stdout
+    assert "bad.cuh: internal error while analysing it: ValueError: boom" in proc.stderr
+    listed = run_main("kernels", "--no-compile", "bad.cuh", "good.cuh", cwd=tmp_path)
+    assert listed.returncode == 2 and "good.cuh:7:" in listed.stdout
+    assert "bad.cuh: internal error while analysing it: ValueError: boom" in listed.stderr

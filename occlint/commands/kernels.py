@@ -465,33 +465,47 @@ def _scalar(value) -> str:
     return ""
 
 
+def _file_records(path: str, texts: dict, views: dict, config, report, all_usage, archs,
+                  measured: set[str], python: dict | None) -> list[dict]:
+    from occlint.python import is_python
+    from occlint.source import parse
+
+    if is_python(path):
+        entry = (python or {}).get(path)
+        return _python_records(*entry, report is not None, config, archs) if entry else []
+    sf = parse(texts[path], path, views.get(path))
+    recs = records(sf)
+    if all_usage:
+        add_compiler_figures(recs, sf, all_usage, config, archs)
+    bounds = _bounds(recs)
+    for r in recs:
+        if r["kind"] == "launch":
+            r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured, bounds)
+    return recs
+
+
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
-             archs, as_json: bool, memo: dict, python: dict | None = None) -> list[str]:
+             archs, as_json: bool, memo: dict, python: dict | None = None) -> list:
     """The output of each file of `share` (JSON: it may come from a forked process): its
     records as `--json` lists them or as lines, each file parsed with its View among all the
     run's `files` (`memo`: what the views of this process's earlier shares found; `python`:
-    `_python_files`' entries)."""
-    from occlint.python import is_python
-    from occlint.source import parse
+    `_python_files`' entries). A file whose listing failed inside occlint is {"error": line}."""
     from occlint.toolchain.flags import source_views
 
     includes = report.includes if report is not None else None
     views = source_views(files, config, includes, only=share, memo=memo)
     measured = {u.kernel.split("::")[-1] for u in all_usage}
-    out = []
+    out: list = []
     for path in share:
-        if is_python(path):
-            entry = (python or {}).get(path)
-            recs = _python_records(*entry, report is not None, config, archs) if entry else []
-        else:
-            sf = parse(texts[path], path, views.get(path))
-            recs = records(sf)
-            if all_usage:
-                add_compiler_figures(recs, sf, all_usage, config, archs)
-            bounds = _bounds(recs)
-            for r in recs:
-                if r["kind"] == "launch":
-                    r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured, bounds)
+        try:
+            recs = _file_records(path, texts, views, config, report, all_usage, archs,
+                                 measured, python)
+        except Exception as exc:    # one file's failure is its error line; the others are listed
+            if os.environ.get("OCCLINT_DEBUG"):
+                raise
+            from occlint.engine import internal_error
+            out.append({"error": internal_error(path, exc)})
+            continue
         if as_json:     # as json.dump(all records, indent=1) writes each: one level in
             out.append(",\n".join(" " + _indented(r, " ") for r in recs))
         else:
@@ -549,6 +563,8 @@ def _run(args) -> int:
     for path in files:
         if isinstance(texts[path], str):
             errors.append(texts[path])
+        elif isinstance(found.get(path), dict):
+            errors.append(found[path]["error"])
         elif found.get(path):
             parts.append(found[path])
     if args.json:
