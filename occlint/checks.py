@@ -701,6 +701,8 @@ def small_grid(facts: Facts) -> Iterator[Hit]:
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "grid": grid,
                       "sms": facts.sm_count, "gpu": facts.gpu_name, "idle": facts.sm_count - grid,
                       "blocks_per_sm": per_sm, "suggested": per_sm * facts.sm_count}
+            if sites:           # blocks/SM from an occupancy without registers: say so
+                values["measured"] = sites[0].usage is not None
             yield Hit("OCC033", launch_arg(launch, 0), values, "message", None,
                       kf.kernel.qualname, None, ())
 

@@ -505,3 +505,18 @@ def test_occupancy_without_compiler_figures_says_registers_were_not_measured():
                 if f.code == "OCC002"]
     assert len(measured) == 1 and "not measured" not in measured[0].message
     assert measured[0].data["measured"] is True
+
+
+def test_a_small_grid_without_compiler_figures_says_registers_were_not_measured():
+    # NVIDIA-developer-blog's longstaff sample: OCC033's "16 x 132 = 2112" blocks/SM came from
+    # an occupancy without registers (its unit did not compile) and did not say so
+    text = ("__global__ void spread(float* x, int n) {\n"
+            "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+            "        x[i] *= 2.0f;\n}\n"
+            "void run(float* x, int n) { spread<<<16, 128>>>(x, n); }\n")
+    config = Config(arch=("sm_90",))
+    (small,) = [f for f in lint_source(text, "s.cu", [], config) if f.code == "OCC033"]
+    assert "registers not measured" in small.message and small.data["measured"] is False
+    measured = lint_source(text, "s.cu", [Usage(kernel="spread", arch="sm_90", registers=16)], config)
+    (small,) = [f for f in measured if f.code == "OCC033"]
+    assert "not measured" not in small.message and small.data["measured"] is True
