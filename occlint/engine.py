@@ -159,6 +159,22 @@ def read_text(path: str) -> str:
     return decode(data)
 
 
+def usage_of(path: str, usage: Mapping[str, Sequence[Usage]], report,
+             all_usage: Sequence[Usage]) -> list[Usage]:
+    """The compiler figures one file is analysed with (`check` and `kernels`): its unit's; a
+    header's, those of the units that read it in this run (`report`: the compiler's dependency
+    lists); with recorded usage only (sidecars), a header gets every unit's. Never another
+    unit's kernel of the same name (cuda-samples has a dozen `testKernel`s)."""
+    from occlint.discover import is_header
+
+    found = _lookup(usage, path)
+    if not found and report is not None:
+        found = list(report.usage_for(path))
+    elif not found and is_header(path):
+        found = list(all_usage)
+    return found
+
+
 def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
     for key in (path, os.path.abspath(path), os.path.realpath(path)):
         if key in usage:
@@ -179,7 +195,7 @@ def lint_paths(paths: Sequence[str], config: Config, *, usage: Mapping[str, Sequ
 
 
 def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
-    from occlint.discover import discover, is_header
+    from occlint.discover import discover
 
     result = LintResult()
     python: list[str] = []
@@ -212,11 +228,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     result.config = config
     inputs = []
     for path in cuda:
-        file_usage = _lookup(usage, path)
-        if not file_usage and report is not None:
-            file_usage = list(report.usage_for(path))
-        elif not file_usage and is_header(path):
-            file_usage = all_usage
+        file_usage = usage_of(path, usage, report, all_usage)
         result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config

@@ -151,3 +151,62 @@ def test_kernels_measures_a_header_given_alone_through_its_includer(tmp_path, nv
     [launch] = [x for x in recs if x["kind"] == "launch"]
     assert kernel["usage"]["sm_90"]["registers"] > 0
     assert launch["block"] == 64 and launch["occupancy"]["sm_90"]["active_blocks"] > 0
+
+
+SAME_NAME_A = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\nvoid run_a(float* x) { k<<<1000, 256>>>(x); }\n"
+SAME_NAME_B = """\
+__global__ void k(float* x) {
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = x[i * blockDim.x + threadIdx.x] * x[i];
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < 64; i++) s += acc[i] * acc[63 - i] + acc[(i * 7) % 64];
+    x[threadIdx.x] = s;
+}
+void run_b(float* x) { k<<<1000, 1024>>>(x); }
+"""
+USES_OTHER = "__global__ void other(float* x);\nvoid run_c(float* x) { other<<<1000, 128>>>(x); }\n"
+DEFINES_OTHER = "__global__ void other(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+FAILS = '#include "missing_header.h"\n__global__ void f(float* x) { x[0] = 1.0f; }\nvoid run_f(float* x) { f<<<1000, 1024>>>(x); }\n'
+
+
+def _ptxas_registers(nvcc, path):
+    import re
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-Xptxas", "-v", "-o", f"{tmp}/x.cubin",
+                            str(path)], capture_output=True, text=True, check=True)
+    (regs,) = re.findall(r"Used (\d+) registers", r.stderr)
+    return int(regs)
+
+
+def test_kernels_gives_each_launch_its_own_units_figures(tmp_path, nvcc_path):
+    # code-samples' dataElem*.cu and cuda-samples' dozen `testKernel`s: every unit's kernel of
+    # that name was merged into every launch (registers null, and b.cu's 1024-thread launch of
+    # an 80-register kernel got "100%", where check says it cannot launch); a failed unit's
+    # launch got made-up figures beside a unit that compiled
+    files = {"a.cu": SAME_NAME_A, "b.cu": SAME_NAME_B, "c.cu": USES_OTHER, "d.cu": DEFINES_OTHER,
+             "m.cu": FAILS}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    r = run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", *files, cwd=tmp_path)
+    recs = json.loads(r.stdout)
+    launch = {x["path"]: x for x in recs if x["kind"] == "launch"}
+    regs = {name: _ptxas_registers(nvcc_path, tmp_path / name) for name in ("a.cu", "b.cu", "d.cu")}
+    assert regs["a.cu"] != regs["b.cu"] and regs["b.cu"] > 64
+    assert launch["a.cu"]["occupancy"]["sm_90"]["registers"] == regs["a.cu"]
+    b = launch["b.cu"]["occupancy"]["sm_90"]             # 1024 threads x its registers > 64K
+    assert (b["registers"], b["active_blocks"], b["limiter"]) == (regs["b.cu"], 0, "registers")
+    kernel_b = next(x for x in recs if x["kind"] == "kernel" and x["path"] == "b.cu")
+    assert {i["registers"] for i in kernel_b["instantiations"]} == {regs["b.cu"]}
+    # a kernel another unit defines, its name that unit's alone (-rdc): that unit's figures
+    assert launch["c.cu"]["occupancy"]["sm_90"]["registers"] == regs["d.cu"]
+    assert not launch["m.cu"].get("occupancy")
+    assert launch["m.cu"]["no_occupancy"].startswith("nvcc failed on this file")
+    alone = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "m.cu",
+                                cwd=tmp_path).stdout)
+    assert next(x for x in alone if x["kind"] == "launch")["no_occupancy"].startswith(
+        "nvcc failed on this file")

@@ -117,6 +117,10 @@ def launch_text(r: dict) -> str:
 
 
 NOT_COMPILED = "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
+COMPILE_FAILED = ("nvcc failed on this file (its warning above says why): no registers or "
+                  "shared memory figures")
+NO_FIGURES = ("nvcc reported no figures for this file's kernels (defined in a file not listed, "
+              "or not compiled for these archs)")
 
 
 def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
@@ -243,8 +247,8 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
     _kernel_occupancy(kernels, facts)
     for site in facts.sites:
         rec = launches.get((site.launch.span.line, site.launch.span.column)) if site.launch else None
-        if rec is None or site.occ is None:
-            continue
+        if rec is None or site.occ is None or site.usage is None:
+            continue        # no figures for this instantiation: no occupancy (why_no_occupancy)
         occ = site.occ
         limiter = primary_limiter(occ, site.usage is not None)
         rec.setdefault("occupancy", {})[site.arch] = {
@@ -264,7 +268,7 @@ def _kernel_occupancy(kernels: dict, facts) -> None:
     worst: dict[tuple, object] = {}
     for site in facts.sites:
         k = site.facts.kernel
-        if site.occ is None or k.path != facts.path:
+        if site.occ is None or site.usage is None or k.path != facts.path:
             continue
         key = ((k.span.line, k.span.column), site.arch)
         if key not in worst or site.occ.occupancy < worst[key].occ.occupancy:
@@ -466,7 +470,10 @@ def _scalar(value) -> str:
 
 
 def _file_records(path: str, texts: dict, views: dict, config, report, all_usage, archs,
-                  measured: set[str], python: dict | None) -> list[dict]:
+                  failed: set[str], python: dict | None) -> list[dict]:
+    """A file's records with the figures `check` would lint it with (engine.usage_of: its own
+    unit's, a header's includers'), never another unit's kernel of the same name."""
+    from occlint.engine import usage_of
     from occlint.python import is_python
     from occlint.source import parse
 
@@ -475,13 +482,43 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
         return _python_records(*entry, report is not None, config, archs) if entry else []
     sf = parse(texts[path], path, views.get(path))
     recs = records(sf)
-    if all_usage:
-        add_compiler_figures(recs, sf, all_usage, config, archs)
+    mine = usage_of(path, report.usages, report, all_usage) if report is not None else []
+    if report is not None:      # a kernel of another unit (-rdc), when its name is that unit's alone
+        own = {u.kernel.split("::")[-1] for u in mine}
+        launched = {ln.callee.split("::")[-1] for ln in sf.launches} - own
+        mine = mine + [u for name in sorted(launched) for u in _unique_names(report).get(name, ())]
+    if mine:
+        add_compiler_figures(recs, sf, mine, config, archs)
+    measured = {u.kernel.split("::")[-1] for u in mine}
     bounds = _bounds(recs)
+    unmeasured = NOT_COMPILED if report is None else COMPILE_FAILED \
+        if os.path.realpath(path) in failed else NO_FIGURES
     for r in recs:
         if r["kind"] == "launch":
-            r["no_occupancy"] = why_no_occupancy(r, bool(all_usage), measured, bounds)
+            r["no_occupancy"] = why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
     return recs
+
+
+_UNIQUE: dict[int, dict] = {}
+
+
+def _unique_names(report) -> dict[str, list]:
+    """Kernel name -> its figures, for the names that exactly one compiled unit has (made once
+    per report): a launch of a kernel another unit defines is given those figures, never a
+    same-named kernel of two units' (cuda-samples has a dozen `testKernel`s)."""
+    got = _UNIQUE.get(id(report))
+    if got is None:
+        units: dict[str, set[str]] = {}
+        figures: dict[str, list] = {}
+        for unit, usages in report.usages.items():
+            for u in usages:
+                name = u.kernel.split("::")[-1]
+                units.setdefault(name, set()).add(unit)
+                figures.setdefault(name, []).append(u)
+        got = {n: figures[n] for n, us in units.items() if len(us) == 1}
+        _UNIQUE.clear()
+        _UNIQUE[id(report)] = got
+    return got
 
 
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
@@ -494,12 +531,14 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
 
     includes = report.includes if report is not None else None
     views = source_views(files, config, includes, only=share, memo=memo)
-    measured = {u.kernel.split("::")[-1] for u in all_usage}
+    # the files nvcc failed on (their units, and the headers whose errors they are)
+    failed = {os.path.realpath(p) for e in (report.errors if report is not None else ())
+              for p in (e.unit, e.path) if p}
     out: list = []
     for path in share:
         try:
             recs = _file_records(path, texts, views, config, report, all_usage, archs,
-                                 measured, python)
+                                 failed, python)
         except Exception as exc:    # one file's failure is its error line; the others are listed
             if os.environ.get("OCCLINT_DEBUG"):
                 raise
