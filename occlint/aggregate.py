@@ -114,7 +114,9 @@ def _combine(key: str, values: list):
     if len(numbers) == len(distinct):
         low, high = min(numbers), max(numbers)
         return _Range(low, high)
-    return " or ".join(str(v) for v in distinct)
+    if key == "message":        # a compiler's errors at one line: all of them hold
+        return "; ".join(str(v) for v in distinct)
+    return " or ".join(str(v) for v in distinct)     # one per instance: which one depends
 
 
 class _Range(str):

@@ -520,3 +520,14 @@ def test_a_small_grid_without_compiler_figures_says_registers_were_not_measured(
     measured = lint_source(text, "s.cu", [Usage(kernel="spread", arch="sm_90", registers=16)], config)
     (small,) = [f for f in measured if f.code == "OCC033"]
     assert "not measured" not in small.message and small.data["measured"] is True
+
+
+def test_a_compilers_errors_at_one_line_are_all_said_not_offered_as_alternatives():
+    # NVIDIA-developer-blog's LICENSE.gups.cu: nvcc's three errors at line 1 read "... type
+    # specifier or identifier "c" is undefined or expected a ;", as if one of them held
+    from occlint.aggregate import _combine
+
+    assert _combine("message", ["no type specifier", 'identifier "c" is undefined']) == \
+        'no type specifier; identifier "c" is undefined'
+    assert _combine("limiter", ["limited by registers", "limited by warps"]) == \
+        "limited by registers or limited by warps"           # one per instance: which depends
