@@ -481,3 +481,37 @@ def test_out_parameters_give_no_false_launch_bounds_error():
 
     findings = lint_source(OUT_PARAMS, "o.cu", [], Config(arch=("sm_90",)))
     assert not [f for f in findings if f.code in ("OCC032", "OCC034")], findings
+
+
+BOUNDS_MACROS = """\
+#define LAUNCH_BOUNDS(x) __launch_bounds__((x))
+#define LB2(t, b) __launch_bounds__(t, b)
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 1024)
+#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((n))))
+__global__ void LAUNCH_BOUNDS(128) a(float* x) { x[0] = 0; }
+__global__
+LB2(256, 2)
+void b(float* x) { x[0] = 0; }
+template <int N>
+__global__ void C10_LAUNCH_BOUNDS_1(N) c(float* x) { x[0] = 0; }
+__global__ void UNKNOWN_BOUNDS(64) d(float* x) { x[0] = 0; }
+__global__ void e(float* x) __attribute__((noinline));
+__global__ void f(float* x) { g(x); }
+void run(float* x) { c<2048><<<1, 256>>>(x); }
+"""
+
+
+def test_a_macro_around_a_kernels_void_is_read_as_its_launch_bounds():
+    # cudpp's `__global__ void LAUNCH_BOUNDS(SORT_CTA_SIZE) k(`, PyTorch's C10_LAUNCH_BOUNDS_1:
+    # tree-sitter read the macro call as a declaration and the kernel as a plain function, so
+    # the kernel was not listed and its __shared__ arrays belonged to no kernel
+    sf = parse(BOUNDS_MACROS, "m.cu")
+    got = {k.name: k.launch_bounds for k in sf.kernels}
+    assert list(got) == ["a", "b", "c", "d", "e", "f"]
+    assert (got["a"].max_threads, got["a"].text) == (128, "LAUNCH_BOUNDS(128)")
+    assert (got["b"].max_threads, got["b"].min_blocks) == (256, 2)
+    assert got["c"].max_threads is None                  # unbound template parameter
+    assert got["d"] is None and got["e"] is None and got["f"] is None
+    assert specialize(sf, sf.kernels[2], [2048]).launch_bounds.max_threads == 1024   # capped
+    assert sf.kernels[0].span.line == 5 and sf.text[got["a"].span.start:got["a"].span.end] == \
+        "LAUNCH_BOUNDS(128)"

@@ -135,6 +135,14 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             if start >= fdecl.start_byte:
                 break
             extras[kind] = args
+        if bounds is None and "bounds_macro" in extras:
+            vals = macro_bounds(env, extras["bounds_macro"], _unbound(bind_names))
+            if vals is not None:
+                start, end = next((b[1], b[2]) for b in blanked if b[0] == "bounds_macro"
+                                  and node.start_byte <= b[1] < fdecl.start_byte)
+                bounds = LaunchBounds(vals[0], vals[1], vals[2],
+                                      extras["bounds_macro"].decode("utf-8", "replace"),
+                                      tx.span(start, end))
         maxnreg = None
         if "maxnreg" in extras:
             maxnreg = env.text_value(extras["maxnreg"], None, _unbound(bind_names))
@@ -199,6 +207,35 @@ def grid_stride(body: str) -> bool:
 def _unbound(names) -> dict:
     """Template parameter names bound to 'unknown' so that no global of that name is used."""
     return {n: "" for n in names}
+
+
+_MACRO_CALL = re.compile(rb"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.S)
+
+
+def macro_bounds(env, call: bytes, bind, depth: int = 0) -> list | None:
+    """`LAUNCH_BOUNDS(128)` between a kernel's `void` and its name -> the values of the
+    `__launch_bounds__(...)` its one definition expands to ([max threads, min blocks, max
+    blocks per cluster], None where not constant); None when the macro is not known or expands
+    to something else (a kernel that is still listed, without bounds)."""
+    m = _MACRO_CALL.fullmatch(call)
+    defs = env.fmacros.get(m.group(1)) if m is not None and depth < 4 else None
+    if not defs or len(defs) != 1:
+        return None
+    params, body = defs[0]
+    args = split_args(m.group(2))
+    if len(params) != len(args):
+        return None
+    if params:
+        given = dict(zip(params, args, strict=True))
+        body = re.sub(rb"\b(?:" + b"|".join(re.escape(p) for p in params) + rb")\b",
+                      lambda w: b"(" + given[w.group(0)] + b")", body)
+    inner = _MACRO_CALL.fullmatch(body)
+    if inner is None:
+        return None
+    if inner.group(1) != b"__launch_bounds__":
+        return macro_bounds(env, body, bind, depth + 1)      # a macro naming another
+    vals = [env.text_value(a, None, bind) for a in split_args(inner.group(2))[:3]]
+    return vals + [None] * (3 - len(vals))
 
 
 def split_args(text: bytes) -> list[bytes]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
 from occlint.source.build import parsed_for
-from occlint.source.kernels import split_args
+from occlint.source.kernels import macro_bounds, split_args
 from occlint.source.context import qualifiers
 from occlint.source.shared import _dims, evaluate
 
@@ -66,6 +66,10 @@ def specialize(sf: SourceFile, kernel: Kernel,
     bounds = kernel.launch_bounds
     if bounds is not None and kn.bounds_args:
         vals = [env.value(a, None, bind) for a in kn.bounds_args[:3]] + [None] * 3
+        bounds = replace(bounds, max_threads=vals[0], min_blocks=vals[1],
+                         max_blocks_per_cluster=vals[2])
+    elif bounds is not None and "bounds_macro" in kn.blanked:
+        vals = macro_bounds(env, kn.blanked["bounds_macro"], bind) or [None] * 3
         bounds = replace(bounds, max_threads=vals[0], min_blocks=vals[1],
                          max_blocks_per_cluster=vals[2])
     maxnreg = kernel.maxnreg

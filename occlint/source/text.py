@@ -14,6 +14,17 @@ from occlint.model import Span
 # CUDA spellings tree-sitter-cuda 0.21 does not parse; they are blanked out (same length) before
 # parsing and read back by regex.
 _BLANKED = re.compile(rb"__(maxnreg|cluster_dims|align)__\s*\(((?:[^()]|\([^()]*\))*)\)")
+# A macro call between a kernel's `void` and its name (`__global__ void LAUNCH_BOUNDS(128) k(`,
+# PyTorch's `C10_LAUNCH_BOUNDS_1(n)`): tree-sitter reads it as a declaration of its own and the
+# kernel as a function without `__global__`. Blanked too; kernels.macro_bounds reads it back.
+_QUALS = rb"(?:(?:static|inline|__inline__|__forceinline__|__noinline__|extern\s*\"C\")\s+)*"
+_MACRO = (rb"((?!(?:__launch_bounds__|__maxnreg__|__cluster_dims__|void)\b)[A-Za-z_]\w*\s*"
+          rb"\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\))")
+_BOUNDS_MACRO = re.compile(
+    rb"__global__\s+" + _QUALS + rb"(?:void\s+" + _MACRO +
+    rb"(?=\s*(?!(?:__attribute__|__launch_bounds__|__maxnreg__|__cluster_dims__|noexcept|throw)\b)"
+    rb"[A-Za-z_][\w:]*\s*[(<])"
+    rb"|" + _MACRO + rb"(?=\s*" + _QUALS + rb"void\b))")
 
 
 def decode(data: str | bytes) -> str:
@@ -45,13 +56,20 @@ class Text:
         self.parse_data = self._blank()
 
     def _blank(self) -> bytes:
-        if b"__maxnreg__" not in self.data and b"__cluster_dims__" not in self.data \
-                and b"__align__" not in self.data:
+        spans = []
+        if b"__maxnreg__" in self.data or b"__cluster_dims__" in self.data \
+                or b"__align__" in self.data:
+            spans += [(m.group(1).decode(), m.start(), m.end(), m.group(2))
+                      for m in _BLANKED.finditer(self.data)]
+        if b"__global__" in self.data:      # after `void` (group 1) or before it (group 3)
+            spans += [("bounds_macro", m.start(g), m.end(g), m.group(g))
+                      for m in _BOUNDS_MACRO.finditer(self.data) for g in (1, 3) if m.group(g)]
+        if not spans:
             return self.data
         out = bytearray(self.data)
-        for m in _BLANKED.finditer(self.data):
-            self.blanked.append((m.group(1).decode(), m.start(), m.end(), m.group(2)))
-            for i in range(m.start(), m.end()):
+        for kind, start, end, args in sorted(spans, key=lambda b: b[1]):
+            self.blanked.append((kind, start, end, args))
+            for i in range(start, end):
                 if out[i] not in (10, 13):
                     out[i] = 32
         return bytes(out)
