@@ -212,7 +212,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     if usage is None:
         report = _collect(cuda, config, jobs, result, python)
         usage = dict(report.usages) if report else {}
-        errors_by_file = errors_by_file_of(report.errors if report else [], cuda)
+        errors_by_file = errors_by_file_of(report.errors if report else [], cuda, texts)
     per_unit = not config.arch and report is not None and bool(report.unit_archs)
     all_usage = [u for us in usage.values() for u in us]
     if not config.arch:      # decided once for the run: every file evaluates the same archs
@@ -306,9 +306,12 @@ def _included(deps: Sequence[str], linted: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str]) -> dict[str, list[CompileError]]:
+def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str],
+                      texts: Mapping[str, str] | None = None) -> dict[str, list[CompileError]]:
     """Compile errors by the linted file they belong to: the file they name, else (a header that
-    is not linted) the unit that was compiled, with the header's position in the message."""
+    is not linted) the unit that was compiled, at the `#include` that leads to the header
+    (`texts`: the units' texts; else its first line), with the header's position in the
+    message."""
     out: dict[str, list[CompileError]] = {}
     by_real: dict[str, str] = {}                # each file's real path -> the first such file
     for f in files if errors else ():
@@ -322,10 +325,36 @@ def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str]) -> d
         if target is None:
             target = match(err.unit)
             where = f"{err.path}:{err.line}" if err.line else err.path
-            err = dataclasses.replace(err, line=None, column=None, message=f"{where}: {err.message}")
+            line = include_line((texts or {}).get(target), target, err.path) if target else None
+            err = dataclasses.replace(err, line=line, column=1 if line else None,
+                                      message=f"{where}: {err.message}")
         if target is not None:
             out.setdefault(target, []).append(err)
     return out
+
+
+def include_line(text: str | None, unit: str, header: str) -> int | None:
+    """The line of `unit`'s `#include` that leads to `header`: one naming it, else one naming a
+    header of the unit's folder that names it; None when neither is found."""
+    if not text or not header:
+        return None
+    from occlint.toolchain.includers import include_lines
+
+    lines = include_lines(text)
+    name = os.path.basename(header)
+    for number, included in lines:
+        if os.path.basename(included) == name:
+            return number
+    here = os.path.dirname(os.path.abspath(unit))
+    for number, included in lines:
+        try:
+            with open(os.path.join(here, included), encoding="utf-8", errors="replace") as fh:
+                inner = fh.read(1 << 20)
+        except OSError:
+            continue
+        if any(os.path.basename(i) == name for _n, i in include_lines(inner)):
+            return number
+    return None
 
 
 def _load_the_linter() -> None:

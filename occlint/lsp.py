@@ -188,7 +188,7 @@ class OcclintServer(LanguageServer):
         report = collect_usage(units, config)
         if report.notice:
             self.notice(report.notice.removeprefix("occlint: notice: "))
-        errors = errors_by_file_of(report.errors, [path]).get(path, [])
+        errors = errors_by_file_of(report.errors, [path], {path: text}).get(path, [])
         self.compiled[uri] = Compiled(_digest(text), tuple(report.usage_for(path)), tuple(errors))
 
     def compile_python(self, uri: str, path: str, text: str) -> None:

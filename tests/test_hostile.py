@@ -246,3 +246,22 @@ def test_a_file_whose_analysis_fails_is_an_error_and_the_others_are_checked(tmp_
     listed = run_main("kernels", "--no-compile", "bad.cuh", "good.cuh", cwd=tmp_path)
     assert listed.returncode == 2 and "good.cuh:7:" in listed.stdout
     assert "bad.cuh: internal error while analysing it: ValueError: boom" in listed.stderr
+
+
+def test_an_error_in_an_included_header_is_reported_at_the_include_that_leads_to_it(tmp_path):
+    # cudpp's hash units: "src/cudpp_hash/hash_table.h:25: `cudpp.h` not found" at the unit's
+    # 1:1, where the unit says nothing; now at its `#include` of that header (directly, or of a
+    # header of its folder that includes it)
+    from occlint.engine import errors_by_file_of
+    from occlint.model import CompileError
+
+    (tmp_path / "outer.h").write_text('#include "bad.h"\n')
+    unit, other, alone = (str(tmp_path / n) for n in ("u.cu", "v.cu", "w.cu"))
+    texts = {unit: '// unit\n#include <cstdio>\n\n#include "outer.h"\n', other: '#include "sub/bad.h"\n',
+             alone: "// no include\n"}
+    errors = [CompileError(str(tmp_path / "bad.h"), 2, 5, "boom", "sm_90", "error", None, u)
+              for u in (unit, other, alone)]
+    got = errors_by_file_of(errors, [unit, other, alone], texts)
+    assert [(e.line, e.column, e.message) for e in got[unit]] == [(4, 1, f"{tmp_path}/bad.h:2: boom")]
+    assert [e.line for e in got[other]] == [1]
+    assert [(e.line, e.column) for e in got[alone]] == [(None, None)]

@@ -118,6 +118,14 @@ def _nearest(header: str, units: list[str]) -> list[str]:
 _INCLUDE_NAME = re.compile(r'#[ \t]*include[ \t]*[<"](?:[^">\n]*/)?([^/">\n]+)[">]')
 
 
+_INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.M)
+
+
+def include_lines(text: str) -> list[tuple[int, str]]:
+    """(1-based line, the name as written) of each `#include` line of a text."""
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _INCLUDE_LINE.finditer(text)]
+
+
 def included_names(text: str) -> frozenset[str]:
     """The file names (last path part) a text's `#include` lines name: the one reading of
     "does this unit include a file of that name", for `for_headers` and `flags.source_views`."""
