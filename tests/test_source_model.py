@@ -515,3 +515,10 @@ def test_a_macro_around_a_kernels_void_is_read_as_its_launch_bounds():
     assert specialize(sf, sf.kernels[2], [2048]).launch_bounds.max_threads == 1024   # capped
     assert sf.kernels[0].span.line == 5 and sf.text[got["a"].span.start:got["a"].span.end] == \
         "LAUNCH_BOUNDS(128)"
+
+
+def test_a_local_passed_twice_is_written_when_either_parameter_is_a_reference():
+    text = ("__global__ void k(int* x) { x[0] = 0; }\n"
+            "void second(unsigned a, unsigned& b) { b = a * 2; }\n"
+            "void run(int* x) { unsigned t = 64; second(t, t); k<<<1, t>>>(x); }\n")
+    assert parse(text, "t.cu").launches[0].block.total is None

@@ -347,9 +347,9 @@ class Context:
             _classify_use(node, local)
         for args in local.passed:       # `f(x)` where f takes a non-const reference writes x
             call = args.parent
-            index = next((i for i, a in enumerate(_arguments(args)) if a.text == name), None)
-            if call is not None and call.type == "call_expression" and index is not None and \
-                    index in self._reference_params(call.child_by_field_name("function")):
+            at = {i for i, a in enumerate(_arguments(args)) if a.text == name}
+            if call is not None and call.type == "call_expression" and \
+                    at & self._reference_params(call.child_by_field_name("function")):
                 local.written = local.whole_written = True
                 local.writes.append(call)
         return local if local.decls else None
