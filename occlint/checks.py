@@ -31,6 +31,8 @@ from occlint.facts import (
     array_registers,
     effective_bounds,
     literal_int,
+    per_thread_bytes,
+    per_thread_cap,
     primary_limiter,
     serial,
     span_of,
@@ -279,6 +281,10 @@ def shared_memory_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         if site.owner != "OCC002":
             continue
         values = _occ_values(site, facts)
+        per_thread = _per_thread(site, facts.config.min_occupancy, values)
+        if per_thread is not None:
+            yield per_thread
+            continue
         need = blocks_for(site.occ, facts.config.min_occupancy)
         total_now = site.static_smem + site.dynamic_smem
         # the largest static + dynamic bytes/block that fit `need` blocks (all of it as dynamic)
@@ -296,6 +302,32 @@ def shared_memory_limited_occupancy(facts: Facts) -> Iterator[Hit]:
         # kernel asks for less (cudaFuncAttributePreferredSharedMemoryCarveout)
         lowered = site.carveout is not None and site.carveout < 100
         yield _site_hit("OCC002", site, values, "best" if best else "carveout" if lowered else "message")
+
+
+def _per_thread(site: Site, target: float, values: dict) -> Hit | None:
+    """OCC002's finding for shared memory that is per-thread storage (`facts.per_thread_bytes`)
+    capping occupancy below the target at every block size: the remedy is fewer bytes per
+    thread (cuda-samples' generateTriangles2 keeps 144 instead of generateTriangles' 288), not
+    a smaller tile or another block size. None when it is not, or a block size helps."""
+    found = per_thread_bytes(site) if site.dynamic_smem == 0 else None
+    if found is None:
+        return None
+    each, fixed = found
+    cap, _block = per_thread_cap(site, each, fixed)
+    if cap >= target:
+        return None
+    values.update(each=each, cap=Pct(cap), array=", ".join(
+        f"`{d.name}`" for d in site.facts.shared if not d.extern and d.dim_spans))
+    low, high = 0, each - 1          # the most bytes per thread with which a block size reaches it
+    if per_thread_cap(site, low, fixed)[0] < target:
+        return _site_hit("OCC002", site, values, "per_thread_no_step")
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if per_thread_cap(site, mid, fixed)[0] >= target else (low, mid - 1)
+    reached, block = per_thread_cap(site, low, fixed)
+    values.update(target_each=low, shed_each=each - low, target_occupancy=Pct(reached),
+                  target_block=block)
+    return _site_hit("OCC002", site, values, "per_thread")
 
 
 @check("OCC003")

@@ -71,6 +71,7 @@ class Site:
     basis: str = "launch"               # launch | launch_bounds | best (no constant launch, no bounds:
                                         # the best block size up to the kernel's max threads)
     bounds_from_cubin: bool = False     # the bounds' figures came from the cubin, not the source
+    block_names: frozenset = frozenset()   # names the launch's block is written with (block_names)
 
     @property
     def regs(self) -> int:
@@ -376,7 +377,8 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             max_dyn = opt_in if opt_in is not None and opt_in >= dyn else None
             site = Site(kf, arch, block, dyn, launch, u, static, bounds,
                         launch_arg(launch, 1), instance_label(k, launch.template_args),
-                        max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin)
+                        max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin,
+                        block_names=block_names(facts.text, launch))
             site.needs_opt_in = (dyn > 0 and static + dyn > STATIC_SMEM_LIMIT
                                  and max_dyn is None and not unknown_opt_in)
             yield _evaluate(site)
@@ -489,6 +491,71 @@ def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
             return "OCC020"
         return "OCC002"
     return None if site.basis == "best" else "OCC003"    # no block-size advice at a size nobody chose
+
+
+def block_names(text: str, launch: Launch) -> frozenset:
+    """The names a launch's block size is written with: in its block argument, and (three
+    steps back at most) in what those names are set from before the launch: `dim3
+    threads(nThreads, 1, 1)`, `unsigned nThreads = MTF_THREADS_BLOCK;`."""
+    before = text[:launch.span.start]
+    names: set[str] = set()
+    frontier = set(re.findall(r"[A-Za-z_]\w*", launch.block.text)) - {"dim3"}
+    for _ in range(3):
+        names |= frontier
+        found: set[str] = set()
+        for n in frontier:
+            set_from = list(re.finditer(r"\b" + re.escape(n) + r"\s*(?:\(|\{|=(?!=))([^;]*);", before))
+            if set_from:
+                found |= set(re.findall(r"[A-Za-z_]\w*", set_from[-1].group(1)))
+        frontier = found - names - {"dim3"}
+    return frozenset(names)
+
+
+def per_thread_bytes(site: Site) -> tuple[int, int] | None:
+    """(static shared bytes per thread, fixed bytes) when the kernel's shared memory grows with
+    its block: each array's size is linear in the names whose value is the block size (cudpp's
+    `uchar threadHist[HUFF_THREADS_PER_BLOCK_HIST * 256]` at 64 threads/block: 256 bytes each
+    thread keeps) or does not involve them (a flag, a small table). Only names the launch's
+    block is written with count (`Site.block_names`), not another constant that happens to
+    equal it. None when no array grows with the block, or the arrays' sizes are not all read."""
+    kf, block = site.facts, site.block
+    decls = [d for d in kf.shared if not d.extern]
+    if not decls or kf.origin is None or any(d.size_bytes is None for d in decls) or \
+            not 0 <= site.static_smem - sum(d.size_bytes for d in decls) <= 1024:
+        return None         # (ptxas's figure may add alignment: it is what the block needs)
+    from occlint.source.build import parsed_for
+    try:
+        env, text = parsed_for(kf.origin).ctx.env, kf.origin.text
+    except Exception:
+        return None
+    per = 0
+    for d in decls:
+        dims = [text[span.start:span.end] for span in d.dim_spans]
+        names = {n for dim in dims for n in re.findall(r"[A-Za-z_]\w*", dim)
+                 if n in site.block_names and env.text_value(n.encode("utf-8", "replace")) == block}
+        if not names:
+            continue                # a fixed size: a flag, a small table
+        grown = d.element_size or 0
+        for dim in dims:
+            v = env.text_value(re.sub(r"[A-Za-z_]\w*", lambda m: f"({2 * block})"
+                                      if m.group(0) in names else m.group(0), dim).encode())
+            grown = grown * v if v is not None else None
+            if grown is None:
+                return None
+        if grown != 2 * d.size_bytes:
+            return None             # not linear in the block: not per-thread storage
+        per += d.size_bytes
+    return (per // block, site.static_smem - per) if per and per % block == 0 else None
+
+
+def per_thread_cap(site: Site, each: int, fixed: int) -> tuple[float, int]:
+    """(the best occupancy, at which block size) of a kernel keeping `each` static shared bytes
+    per thread (plus `fixed`) over the block sizes it may run: warp multiples up to its bounds
+    whose static shared memory stays within the 48 KB ptxas accepts. (0.0, 0) when none does."""
+    top = site.bounds.max_threads if site.bounds and site.bounds.max_threads else 1024
+    return max(((compute(site, smem=each * b + fixed, block=b).occupancy, b)
+                for b in range(32, top + 1, 32) if each * b + fixed <= STATIC_SMEM_LIMIT),
+               default=(0.0, 0))
 
 
 def resident(launch: Launch, occ, sm_count: int) -> bool:

@@ -531,3 +531,46 @@ def test_a_compilers_errors_at_one_line_are_all_said_not_offered_as_alternatives
         'no type specifier; identifier "c" is undefined'
     assert _combine("limiter", ["limited by registers", "limited by warps"]) == \
         "limited by registers or limited by warps"           # one per instance: which depends
+
+
+PER_THREAD = """\
+#define HIST_THREADS 64
+#define TILE 64
+__global__ void hist(const unsigned char* in, unsigned* out) {
+    __shared__ unsigned char bins[HIST_THREADS * 256];     // 256 one-byte bins per thread
+    __shared__ int flag;
+    bins[threadIdx.x * 256 + in[threadIdx.x]]++;
+    flag = 1;
+    out[threadIdx.x] = bins[threadIdx.x * 256] + flag;
+}
+__global__ void tile(const float* in, float* out) {
+    __shared__ float t[TILE * 64];                           // a 64 x 64 tile, not per thread
+    t[threadIdx.x] = in[threadIdx.x];
+    out[threadIdx.x] = t[threadIdx.x];
+}
+void run(const unsigned char* in, unsigned* out, const float* f, float* g) {
+    unsigned nThreads = HIST_THREADS;
+    dim3 threads(nThreads, 1, 1);
+    hist<<<100000, threads>>>(in, out);
+    tile<<<100000, 64>>>(f, g);
+}
+"""
+
+
+def test_shared_memory_that_is_per_thread_storage_is_advised_per_thread_not_as_a_tile():
+    # cudpp's compress kernels keep a 256-byte histogram per thread in shared memory, so shared
+    # memory grows with the block and caps occupancy near 42% at any block size: OCC002's "use a
+    # smaller tile" meant fewer bytes per thread (cuda-samples' generateTriangles2 is that fix:
+    # 144 bytes per thread instead of generateTriangles' 288)
+    usage = [Usage(kernel="hist", arch="sm_90", registers=16, static_smem=16388),
+             Usage(kernel="tile", arch="sm_90", registers=16, static_smem=16384)]
+    found = {f.kernel: f for f in lint_source(PER_THREAD, "p.cu", usage, Config(arch=("sm_90",)))
+             if f.code in ("OCC002", "OCC020")}
+    assert sorted((f.code, k) for k, f in found.items()) == [("OCC002", "hist"), ("OCC020", "tile")]
+    msg = found["hist"].message
+    assert msg.startswith("`hist` keeps 256 bytes of shared memory per thread (`bins`: 16388 bytes/block "
+                          "at 64 threads), so at any block size its occupancy on sm_90 is at most 42.2%")
+    # 219 bytes at 128 threads: 8 blocks of 219 x 128 + 4 (`flag`) + 1,024 reserved fit in 228 KB
+    assert "at most 219 bytes per thread (37 fewer) would allow 50% (at 128 threads/block)" in msg
+    assert "smaller tile" not in msg
+    # `tile` at 64 threads: TILE is 64 too, but the launch's block is not written with it
