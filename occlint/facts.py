@@ -537,7 +537,7 @@ def per_thread_bytes(site: Site) -> tuple[int, int] | None:
             continue                # a fixed size: a flag, a small table
         grown = d.element_size or 0
         for dim in dims:
-            v = env.text_value(re.sub(r"[A-Za-z_]\w*", lambda m: f"({2 * block})"
+            v = env.text_value(re.sub(r"[A-Za-z_]\w*", lambda m, names=names: f"({2 * block})"
                                       if m.group(0) in names else m.group(0), dim).encode())
             grown = grown * v if v is not None else None
             if grown is None:
