@@ -522,3 +522,27 @@ def test_a_local_passed_twice_is_written_when_either_parameter_is_a_reference():
             "void second(unsigned a, unsigned& b) { b = a * 2; }\n"
             "void run(int* x) { unsigned t = 64; second(t, t); k<<<1, t>>>(x); }\n")
     assert parse(text, "t.cu").launches[0].block.total is None
+
+
+MACRO_NAMESPACE = """\
+#define BEGIN_NS namespace lib {
+#define END_NS }
+// BEGIN_NS in a comment opens nothing
+BEGIN_NS
+template <int NT>
+__global__ void __launch_bounds__(NT) k(float* p) { p[threadIdx.x] = 0; }
+END_NS
+__global__ void outside(float* p) { p[0] = 1; }
+namespace real {
+BEGIN_NS
+__global__ void inner(float* p) { p[0] = 2; }
+END_NS
+}
+"""
+
+
+def test_a_namespace_opened_by_a_macro_scopes_its_kernels():
+    # moderngpu's BEGIN_MGPU_NAMESPACE (`namespace mgpu {`): its kernels were `launch_box_cta_k`
+    # while nvcc reports `mgpu::launch_box_cta_k`, so no kernel of the library got figures
+    sf = parse(MACRO_NAMESPACE, "m.cu")
+    assert [k.qualname for k in sf.kernels] == ["lib::k", "outside", "real::lib::inner"]

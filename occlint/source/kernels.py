@@ -7,7 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from occlint.model import Kernel, LaunchBounds
-from occlint.source.context import Context, ancestors, scopes_of
+from occlint.source.context import _SCOPE_TYPES, Context, ancestors, scopes_of
 
 
 @dataclass
@@ -103,6 +103,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
     out: list[KernelNode] = []
     blanked = [b for b in tx.blanked if b[0] != "align"]          # in source order
     blanked_starts = [b[1] for b in blanked]
+    opened = _macro_namespaces(ctx)
     for node in sorted(_candidates(ctx), key=lambda n: n.start_byte):
         if ctx.dead(node):
             continue
@@ -113,7 +114,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
         if name_node is None:
             continue
         name = name_node.text.decode("utf-8", "replace")
-        scopes = (*scopes_of(node, ctx.tree.root_node), *prefix)
+        scopes = (*_scopes(node, ctx.tree.root_node, opened, name_node.start_byte), *prefix)
         qualname = "::".join((*scopes, name))
         plist = fdecl.child_by_field_name("parameters")
         params = tuple(" ".join(tx.node_text(p).split()) for p in plist.named_children
@@ -207,6 +208,65 @@ def grid_stride(body: str) -> bool:
 def _unbound(names) -> dict:
     """Template parameter names bound to 'unknown' so that no global of that name is used."""
     return {n: "" for n in names}
+
+
+_OPENS = re.compile(rb"\s*namespace\s+([A-Za-z_][\w:]*)\s*\{\s*")
+_CLOSES = re.compile(rb"\s*\}\s*(?://[^\n]*|/\*.*?\*/)?\s*", re.S)
+
+
+def _macro_namespaces(ctx: Context) -> list[tuple[int, str | None]]:
+    """(offset, namespace or None for a close) of each use, in source order, of an object-like
+    macro that opens a namespace (`#define BEGIN_MGPU_NAMESPACE namespace mgpu {`) or closes
+    one (`}`): tree-sitter sees only the macro's name, so the kernels inside had no namespace
+    and matched no figures of nvcc's (`mgpu::k`)."""
+    from occlint.source.context import word_starts
+
+    opens, closes = {}, set()
+    for name, bodies in ctx.env.macros.items():
+        if len(bodies) != 1:
+            continue
+        m = _OPENS.fullmatch(bodies[0])
+        if m is not None:
+            opens[name] = m.group(1).decode("utf-8", "replace")
+        elif _CLOSES.fullmatch(bodies[0]):
+            closes.add(name)
+    if not opens:
+        return []
+    root, out = ctx.tree.root_node, []
+    for name in (*opens, *closes):
+        for i in word_starts(ctx.tx.parse_data, name, 0, len(ctx.tx.parse_data)):
+            node = root.descendant_for_byte_range(i, i + len(name))
+            if node is None or node.start_byte != i or node.end_byte != i + len(name) or \
+                    node.type not in ("identifier", "type_identifier") or ctx.dead(node) or \
+                    (node.parent is not None and node.parent.type in ("preproc_def",
+                                                                      "preproc_function_def")):
+                continue                # a comment, a string, its own #define, a dead branch
+            out.append((i, opens.get(name)))
+    return sorted(out, key=lambda x: x[0])
+
+
+def _scopes(node, root, opened: list[tuple[int, str | None]], at: int) -> tuple[str, ...]:
+    """`scopes_of(node)` with the namespaces macros have opened (and not closed) before offset
+    `at`, each in its place by where it opens."""
+    if not opened:
+        return scopes_of(node, root)
+    stack: list[tuple[int, str]] = []
+    for offset, name in opened:
+        if offset >= at:
+            break
+        if name is not None:
+            stack.append((offset, name))
+        elif stack:
+            stack.pop()
+    if not stack:
+        return scopes_of(node, root)
+    real = [(p.start_byte, name) for p, name in zip(
+        [p for p in ancestors(root, node) if p.type in _SCOPE_TYPES and
+         (p.child_by_field_name("name") is not None or p.type == "namespace_definition")],
+        scopes_of(node, root), strict=True)]
+    return tuple(part for _at, name in sorted(real + stack, key=lambda x: x[0])
+                 for part in name.split("::"))
+
 
 
 _MACRO_CALL = re.compile(rb"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.S)
