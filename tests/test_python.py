@@ -287,7 +287,7 @@ def test_cooperative_cupy_modules_are_linked_as_cupy_links_them(backend, code, n
     src = (f"import cupy\nSRC = r'''{code}'''\nm = cupy.RawModule(code=SRC, backend={backend!r}, "
            "enable_cooperative_groups=True)\n")
     mod = extract(src, "x.py").modules[0]
-    assert mod.cooperative
+    assert mod.relocatable
     got = compile_module(mod, "sm_90", "x.py", _cfg(nvcc=nvcc_path))
     assert not got.errors and not got.warning, (got.errors, got.warning)
     tile = next(u for u in got.usages if u.kernel == "tile")
@@ -317,7 +317,7 @@ def test_an_nvrtc_error_is_said_as_nvrtcs(nvrtc_lib):
 def test_a_cooperative_flag_that_cannot_be_read_is_said():
     src = "import cupy\nm = cupy.RawModule(code='__global__ void k() {}', enable_cooperative_groups=FLAG)\n"
     model = extract(src, "x.py")
-    assert not model.modules[0].cooperative
+    assert not model.modules[0].relocatable
     assert any("enable_cooperative_groups `FLAG`" in text for _at, text in model.problems)
 
 
@@ -443,6 +443,32 @@ def test_pycuda_prepare_and_class_attribute_source(nvrtc_lib, nvcc_path):
         ''')
     findings, _ = lint_python(src, "x.py", _cfg(nvcc=nvcc_path))
     assert [(f.code, f.span.line) for f in findings] == [("OCC034", 7)]
+
+
+def test_pycuda_dynamic_modules_no_extern_c_and_its_own_headers(nvcc_path):
+    # inducer/pycuda's examples: DynamicSourceModule compiles with -rdc=true and links cudadevrt
+    # (a kernel launching a kernel got "requires separate compilation mode"); `no_extern_c=1`
+    # is true (the extern "C" wrapper broke a template); pycuda-complex.hpp is PyCUDA's
+    src = textwrap.dedent('''\
+        from pycuda.compiler import DynamicSourceModule, SourceModule
+        dyn = DynamicSourceModule("""
+        __global__ void child(int* p) { p[threadIdx.x] = 1; }
+        __global__ void parent(int* p) { child<<<1, 32>>>(p); }
+        """)
+        tpl = SourceModule("""
+        template <class T> __device__ T incr(T x) { return x + 1; }
+        extern "C" __global__ void func(float* a) { a[threadIdx.x] = incr(a[threadIdx.x]); }
+        """, no_extern_c=1)
+        cplx = SourceModule('#include <pycuda-complex.hpp>\\n__global__ void z(float* a) { a[0] = 0; }')
+        ''')
+    model = extract(src, "x.py")
+    assert [(m.api, m.relocatable, m.extern_c) for m in model.modules] == [
+        ("DynamicSourceModule", True, True), ("SourceModule", False, False),
+        ("SourceModule", False, True)]
+    findings, _ = lint_python(src, "x.py", _cfg(nvcc=nvcc_path))
+    errors = [(f.span.line, f.message) for f in findings if f.code == "OCC900"]
+    assert len(errors) == 1 and errors[0][0] == 10, errors
+    assert "`pycuda-complex.hpp` not found: part of PyCUDA (`pip install pycuda`)" in errors[0][1]
 
 
 def test_cupy_kernels_see_the_cuda_headers(nvrtc_lib):

@@ -37,13 +37,23 @@ class Compiled:
 
 def cupy_include() -> str | None:
     """CuPy's header folder (`-I` that CuPy adds) when CuPy is installed; not imported."""
+    return _package_folder("cupy", "_core", "include")
+
+
+def pycuda_include() -> str | None:
+    """PyCUDA's header folder (`pycuda-complex.hpp`, `pycuda-helpers.hpp`), which SourceModule
+    always passes with `-I`, when PyCUDA is installed; not imported."""
+    return _package_folder("pycuda", "cuda")
+
+
+def _package_folder(package: str, *parts: str) -> str | None:
     try:
-        spec = importlib.util.find_spec("cupy")
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.origin:
         return None
-    folder = os.path.join(os.path.dirname(spec.origin), "_core", "include")
+    folder = os.path.join(os.path.dirname(spec.origin), *parts)
     return folder if os.path.isdir(folder) else None
 
 
@@ -81,8 +91,8 @@ def torch_includes() -> list[str]:
 def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
     """The call's options as CuPy's `assemble_cupy_compiler_options` and compiler pass them:
     CuPy's bundled CCCL first, `--std=c++14` unless the call names a standard, CuPy's header
-    folder, the CUDA headers (NVRTC has no default include path; nvcc has its own), -ftz=true,
-    relocatable code for cooperative groups. Without CuPy installed, the toolkit's own CCCL
+    folder, the CUDA headers (NVRTC has no default include path; nvcc has its own), -ftz=true
+    (then `options_for` adds relocatable code for cooperative groups). Without CuPy installed, the toolkit's own CCCL
     (`include/cccl` since CUDA 13) stands in for the bundled copy, under NVRTC's default
     standard: CCCL 3 refuses C++14 (`<cooperative_groups.h>` includes it)."""
     cupy = cupy_include()
@@ -102,8 +112,6 @@ def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
         out.append(f"-I{toolkit_cccl}")
     out += [f"-I{c}" for c in cuda]
     out.append("-ftz=true")
-    if mod.cooperative:      # CuPy compiles relocatable device code and links cudadevrt
-        out.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
     return out
 
 
@@ -123,8 +131,12 @@ def options_for(mod: Module) -> list[str]:
     if mod.framework == "cupy":
         opts = _cupy_options(mod, opts)
     opts += [f"-I{d}" for d in mod.include_dirs]
+    if mod.framework == "pycuda" and pycuda_include():
+        opts.append(f"-I{pycuda_include()}")
     if mod.framework == "torch":
         opts += [f"-I{d}" for d in torch_includes()]
+    if mod.relocatable:      # relocatable device code, then linked with cudadevrt
+        opts.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
     return opts
 
 

@@ -56,7 +56,8 @@ class Module:
     extern_c: bool = False           # PyCUDA wraps the source in extern "C" { }
     include_dirs: tuple[str, ...] = ()
     rewritten: str = ""              # CuPy's translate_cucomplex / jitify: the compiled text differs
-    cooperative: bool = False        # CuPy's enable_cooperative_groups: relocatable, then linked
+    relocatable: bool = False        # compiled relocatable, then device-linked with cudadevrt:
+                                     # CuPy's enable_cooperative_groups, PyCUDA's DynamicSourceModule
 
 
 @dataclass(frozen=True)
@@ -627,7 +628,7 @@ class _Extractor(cst.CSTVisitor):
             coop = kwargs.get("enable_cooperative_groups")
             if coop is not None:
                 flag = self.value(coop)
-                mod.cooperative = isinstance(flag, int) and bool(flag)    # (a bool is an int)
+                mod.relocatable = isinstance(flag, int) and bool(flag)    # (a bool is an int)
                 if not (flag is None or isinstance(flag, int)):
                     self.model.problems.append((self.start(coop), (
                         f"enable_cooperative_groups `{_short(self.source(coop))}` could not be "
@@ -637,8 +638,12 @@ class _Extractor(cst.CSTVisitor):
             name = self.value(name_node) if name_node is not None else None
             mod.kernel = name.text if isinstance(name, PyStr) and not name.unknown else None
         if framework == "pycuda":
-            no_extern = kwargs.get("no_extern_c")
-            mod.extern_c = not (no_extern is not None and self.value(no_extern) is True)
+            # PyCUDA wraps the source in extern "C" unless `no_extern_c` is true (any truthy
+            # constant: `no_extern_c=1` too); DynamicSourceModule compiles with -rdc=true and
+            # links cudadevrt (dynamic parallelism)
+            no_extern = self.value(kwargs["no_extern_c"]) if "no_extern_c" in kwargs else None
+            mod.extern_c = not (isinstance(no_extern, (int, float, str)) and bool(no_extern))
+            mod.relocatable = api == "DynamicSourceModule"
             if "include_dirs" in kwargs:
                 dirs = self.value(kwargs["include_dirs"])
                 if isinstance(dirs, (tuple, list)):

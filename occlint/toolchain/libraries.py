@@ -43,6 +43,7 @@ _PACKAGES: list[tuple[str, str, str, str]] = [
     # torch's include folders (python.extensions)
     (r"(?:torch|ATen|c10|caffe2)/.*", "PyTorch", "torch", "torch"),
     (r"pybind11/.*", "pybind11", "pybind11", "pybind11"),
+    (r"pycuda-.*\.hpp", "PyCUDA", "pycuda", "pycuda"),     # SourceModule passes its folder
 ]
 
 

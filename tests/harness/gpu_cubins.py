@@ -158,13 +158,13 @@ def python_modules(out: Path, paths: list[str], arch: str, config) -> list[dict]
                     continue
                 name = f"p{len(done)}.cubin"
                 (out / name).write_bytes(images[-1])
-                how = ("cooperative, device-linked, " if images[-1][16] == 2 else
-                       "cooperative, relocatable, ") if mod.cooperative else ""
+                how = ("relocatable, device-linked, " if images[-1][16] == 2 else
+                       "relocatable, ") if mod.relocatable else ""
                 print(f"{path} module {mod.index}: {compilers[mod.backend]}, {how}"
                       f"{len(result.usages)} kernels")
                 done.append({"unit": os.path.relpath(path), "module": mod.index, "cubin": name,
                              "arch": arch, "compiler": compilers[mod.backend],
-                             "cooperative": mod.cooperative,
+                             "relocatable": mod.relocatable,
                              "usages": [_usage_to_json(u) for u in result.usages]})
     return done
 
