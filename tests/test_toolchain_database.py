@@ -393,3 +393,25 @@ def test_a_lone_header_is_measured_the_same_cold_and_warm(tmp_path, monkeypatch,
         runs.append(sorted({u.kernel for u in report.usage_for("mmq.cuh")}))
     assert runs[0] == runs[1], runs
     assert "mul" in runs[0], runs
+
+
+def test_a_missing_header_the_project_has_names_its_folder(tmp_path):
+    # moderngpu without its CMake database: "`moderngpu/kernel_scan.hxx` not found: add its
+    # folder" when the folder to add is the project's `src`; cudpp's cuda_util.h is in two
+    (tmp_path / "src" / "moderngpu").mkdir(parents=True)
+    (tmp_path / "src" / "moderngpu" / "kernel_scan.hxx").write_text("")
+    for d in ("src/cudpp", "apps/common/include"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+        (tmp_path / d / "cuda_util.h").write_text("")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "kernel_scan.hxx").write_text("")     # hidden folders are not looked in
+
+    def msg(name):
+        return explain_missing(f'x.cu(1): catastrophic error: cannot open source file "{name}"',
+                               13, root=str(tmp_path))
+
+    assert msg("moderngpu/kernel_scan.hxx") == (
+        "`moderngpu/kernel_scan.hxx` not found: this project has it below `src`: add that folder "
+        "to `include-dirs` (or build with CMake and export compile_commands.json)")
+    assert "below `apps/common/include` and `src/cudpp`: add the one the build uses" in msg("cuda_util.h")
+    assert "this project" not in msg("absent.h") and "part of cuBLAS" in msg("cublas_v2.h")

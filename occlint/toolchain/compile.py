@@ -519,7 +519,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         for arch in plans[unit].archs:
             got, errors = results[(unit, arch)]
             usages.extend(got)
-            report.errors.extend(_explained(e, major) for e in errors)
+            report.errors.extend(_explained(e, major, root=config.root) for e in errors)
         report.usages[unit] = tuple(usages)
     return report
 
@@ -529,12 +529,14 @@ def _major(version: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _explained(err: CompileError, major: int | None, add: str | None = None) -> CompileError:
-    """A missing header's message names the header and the package that ships it (`add`: how
-    to add an include folder, where it is not `include-dirs`: libraries.explain_missing)."""
+def _explained(err: CompileError, major: int | None, add: str | None = None,
+               root: str | None = None) -> CompileError:
+    """A missing header's message names the header and the package that ships it, or the
+    project folder that has it (`root`); `add`: how to add an include folder, where it is not
+    `include-dirs` (libraries.explain_missing)."""
     from occlint.toolchain.libraries import explain_missing
 
-    message = explain_missing(err.message, major, add)
+    message = explain_missing(err.message, major, add, root)
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 

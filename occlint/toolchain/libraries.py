@@ -134,8 +134,10 @@ def missing_header(message: str) -> str | None:
     return None
 
 
-def explain_missing(message: str, cuda_major: int | None = None, add: str | None = None) -> str:
-    """A missing-header message rewritten to name the header and, when known, its package.
+def explain_missing(message: str, cuda_major: int | None = None, add: str | None = None,
+                    root: str | None = None) -> str:
+    """A missing-header message rewritten to name the header and, when known, its package, or
+    the project folder that holds it (`root`: the project's root, searched once per process).
     `add`: how to add a folder to the include path, where it is not `include-dirs` (a Python
     file's CUDA string)."""
     header = missing_header(message)
@@ -146,6 +148,44 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
         library, package = known
         return (f"`{header}` not found: part of {library} (`pip install {package}`), "
                 f"or {add or 'add its folder to `include-dirs`'}")
-    return f"`{header}` not found: {add}" if add else \
-        f"`{header}` not found: add its folder to `include-dirs` (or build with CMake and " \
-        "export compile_commands.json)"
+    if add:
+        return f"`{header}` not found: {add}"
+    here = project_folders(header, root) if root else []
+    if len(here) == 1:
+        return (f"`{header}` not found: this project has it below `{here[0]}`: add that folder "
+                "to `include-dirs` (or build with CMake and export compile_commands.json)")
+    if here:
+        return (f"`{header}` not found: this project has it below "
+                f"{' and '.join(f'`{h}`' for h in here)}: add the one the build uses to "
+                "`include-dirs` (or build with CMake and export compile_commands.json)")
+    return (f"`{header}` not found: add its folder to `include-dirs` (or build with CMake and "
+            "export compile_commands.json)")
+
+
+_PROJECT_FILES: dict[str, dict[str, list[str]]] = {}     # root -> file name -> relative paths
+_MAX_PROJECT_FILES = 100_000
+
+
+def project_folders(header: str, root: str) -> list[str]:
+    """The folders of the project (relative to `root`, `/`-separated) that an `#include` of
+    `header` (`moderngpu/kernel_scan.hxx`) would find it in (`src`); none when no file, or
+    more than 3 folders, match. The tree is walked once per process and root, as discovery
+    walks it (hidden and tool folders skipped)."""
+    from occlint.discover import SKIP_DIRS
+
+    name = header.strip().strip('"<>').replace("\\", "/")
+    files = _PROJECT_FILES.get(root)
+    if files is None:
+        files, count = {}, 0
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            for n in names:
+                files.setdefault(n, []).append(os.path.relpath(os.path.join(folder, n), root))
+            count += len(names)
+            if count > _MAX_PROJECT_FILES:
+                break
+        _PROJECT_FILES[root] = files
+    found = {rel.replace(os.sep, "/")[:-len(name)].rstrip("/") or "."
+             for rel in files.get(os.path.basename(name), ())
+             if rel.replace(os.sep, "/") == name or rel.replace(os.sep, "/").endswith("/" + name)}
+    return sorted(found) if len(found) <= 3 else []
