@@ -723,3 +723,21 @@ def test_a_kernel_fetched_with_unknown_template_arguments_is_still_its_template(
         ''')
     model = extract(src, "x.py")
     assert [ln.kernel for ln in model.launches] == [KernelRef(0, "kernel")]
+
+
+def test_kernels_says_each_string_error_once_at_its_line(tmp_path, nvrtc_lib):
+    # inducer/pycuda's sobel_filter.py: nine tex2D errors were nine identical warnings at the
+    # SourceModule call; check puts each OCC900 at its line of the string
+    (tmp_path / "k.py").write_text(textwrap.dedent('''\
+        import cupy
+        k = cupy.RawKernel(r"""
+        extern "C" __global__ void k(float* x) {
+            x[0] = undefined_a;
+            x[1] = undefined_b;
+        }
+        """, "k")
+        '''))
+    r = run_main("kernels", "--arch", "sm_90", "--no-cache", "k.py", cwd=tmp_path)
+    warnings = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert warnings == ['occlint: warning: k.py:4:1: NVRTC (sm_90): identifier "undefined_a" is undefined',
+                        'occlint: warning: k.py:5:1: NVRTC (sm_90): identifier "undefined_b" is undefined'], r.stderr

@@ -415,3 +415,17 @@ def test_a_missing_header_the_project_has_names_its_folder(tmp_path):
         "to `include-dirs` (or build with CMake and export compile_commands.json)")
     assert "below `apps/common/include` and `src/cudpp`: add the one the build uses" in msg("cuda_util.h")
     assert "this project" not in msg("absent.h") and "part of cuBLAS" in msg("cublas_v2.h")
+
+
+def test_an_api_a_newer_cuda_removed_says_what_replaced_it():
+    # inducer/pycuda's texture examples, cudpp's multisplit (__shfl) and simpleCUDPP (clockRate)
+    from occlint.toolchain.libraries import explain_removed
+
+    assert explain_removed("texture is not a template") == (
+        "texture is not a template (texture references were removed in CUDA 12: use texture "
+        "objects (cudaCreateTextureObject))")
+    assert "use the _sync forms" in explain_removed('identifier "__shfl_up" is undefined')
+    assert "__ballot_sync" in explain_removed('identifier "__ballot" is undefined')
+    assert "cudaDeviceGetAttribute" in explain_removed('class "cudaDeviceProp" has no member "clockRate"')
+    assert explain_removed('identifier "__shfl_up_sync" is undefined') == \
+        'identifier "__shfl_up_sync" is undefined'

@@ -331,14 +331,33 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
         if compile:
             usage, errors, said = compiled(model, text, path, config, cache)
             notices += [n for n in said if n not in notices]
+            said_here: set[str] = set()
             for mod in model.modules:
                 for err in errors.get(mod.index, ()):
-                    print(f"occlint: warning: {path}:{_line_col(text, mod.offset)}: "
-                          f"{err.compiler} ({err.arch}): {err.message}", file=sys.stderr)
+                    line = (f"occlint: warning: {path}:{_error_place(text, model, mod, err)}: "
+                            f"{err.compiler} ({err.arch}): {err.message}")
+                    if line not in said_here:       # each at its line of the string, once
+                        said_here.add(line)
+                        print(line, file=sys.stderr)
         for notice in notices:
             print(f"occlint: notice: {notice}", file=sys.stderr)
         out[path] = (text, model, usage)
     return out
+
+
+def _error_place(text: str, model, mod, err) -> str:
+    """`line:column` in the .py file of a compile error in a CUDA string: its line of the
+    string, as `check` places its OCC900; the compile call when the error has no line."""
+    from occlint.python import _line_col
+    from occlint.python.lint import build_virtual, python_offset
+
+    if not err.line or mod.code is None:
+        return _line_col(text, mod.offset)
+    v = build_virtual(model, mod)
+    starts = [0, *(i + 1 for i, ch in enumerate(v.text) if ch == "\n")]
+    if err.line > len(starts) or starts[err.line - 1] >= v.code_len:
+        return _line_col(text, mod.offset)
+    return _line_col(text, python_offset(v, starts[err.line - 1]))
 
 
 def _python_records(text: str, model, usages: dict, compiled: bool, config, archs) -> list[dict]:

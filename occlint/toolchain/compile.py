@@ -533,10 +533,11 @@ def _explained(err: CompileError, major: int | None, add: str | None = None,
                root: str | None = None) -> CompileError:
     """A missing header's message names the header and the package that ships it, or the
     project folder that has it (`root`); `add`: how to add an include folder, where it is not
-    `include-dirs` (libraries.explain_missing)."""
-    from occlint.toolchain.libraries import explain_missing
+    `include-dirs` (libraries.explain_missing). An API a newer CUDA removed says what replaced
+    it (libraries.explain_removed)."""
+    from occlint.toolchain.libraries import explain_missing, explain_removed
 
-    message = explain_missing(err.message, major, add, root)
+    message = explain_removed(explain_missing(err.message, major, add, root))
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 

@@ -189,3 +189,27 @@ def project_folders(header: str, root: str) -> list[str]:
              for rel in files.get(os.path.basename(name), ())
              if rel.replace(os.sep, "/") == name or rel.replace(os.sep, "/").endswith("/" + name)}
     return sorted(found) if len(found) <= 3 else []
+
+
+# Compiler errors of code written for an older CUDA, and what replaced the API (old projects,
+# pre-commit runs on them): one hint appended to the compiler's own words.
+_REMOVED: list[tuple[re.Pattern, str]] = [(re.compile(p), hint) for p, hint in (
+    (r"texture is not a template|identifier \"texture\" is undefined",
+     "texture references were removed in CUDA 12: use texture objects (cudaCreateTextureObject)"),
+    (r"identifier \"__shfl(?:_up|_down|_xor)?\" is undefined",
+     "__shfl, __shfl_up, __shfl_down and __shfl_xor without _sync were removed: use the _sync "
+     "forms with a lane mask"),
+    (r"identifier \"__(?:any|all|ballot)\" is undefined",
+     "__any, __all and __ballot were removed: use __any_sync, __all_sync, __ballot_sync"),
+    (r"class \"cudaDeviceProp\" has no member",
+     "CUDA 13 removed some cudaDeviceProp fields (clockRate, memoryClockRate, ...): ask "
+     "cudaDeviceGetAttribute"),
+)]
+
+
+def explain_removed(message: str) -> str:
+    """The compiler's message, with what replaced an API a newer CUDA removed, when it is one."""
+    for pattern, hint in _REMOVED:
+        if pattern.search(message) and hint not in message:
+            return f"{message} ({hint})"
+    return message
