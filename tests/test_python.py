@@ -741,3 +741,25 @@ def test_kernels_says_each_string_error_once_at_its_line(tmp_path, nvrtc_lib):
     warnings = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert warnings == ['occlint: warning: k.py:4:1: NVRTC (sm_90): identifier "undefined_a" is undefined',
                         'occlint: warning: k.py:5:1: NVRTC (sm_90): identifier "undefined_b" is undefined'], r.stderr
+
+
+def test_notices_are_short_relative_and_never_contradict_each_other(tmp_path, monkeypatch):
+    # inducer/pycuda's scan.py: a 4-line expression printed verbatim, "not compiled" and then
+    # "options ... compiled without them" for the same call, absolute paths beside relative
+    # findings, and "could not be evaluated" without saying what follows
+    from occlint.python.lint import notices_for
+
+    src = textwrap.dedent('''\
+        from pycuda.compiler import SourceModule
+        def build(tpl, opts, mod):
+            a = SourceModule("#define X 1\\\\n" + tpl.render(
+                        a=1,
+                        b=2), options=opts)
+            b = SourceModule(mod)
+        ''')
+    monkeypatch.chdir(tmp_path)
+    notices = notices_for(extract(src, str(tmp_path / "n.py")))
+    assert notices == [
+        "n.py:6:22: the CUDA source `mod` could not be evaluated; not linted",
+        "n.py:3:9: SourceModule source is partly unknown (`tpl.render( a=1, b=2)`): linted where "
+        "it parses; not compiled, so register and spill checks were skipped"], notices

@@ -654,7 +654,7 @@ class _Extractor(cst.CSTVisitor):
                 mod.include_dirs = tuple(d.text for d in dirs if isinstance(d, PyStr) and not d.unknown)
         if code is None:
             self.model.problems.append((self.start(code_node), f"the CUDA source `{_short(self.source(code_node))}` "
-                                                                "could not be evaluated"))
+                                                                "could not be evaluated; not linted"))
         self.model.modules.append(mod)
         self.modules_by_call[node] = mod
 

@@ -176,18 +176,32 @@ def lint_python_source(text: str, path: str, model: PyModel, usage: Mapping[int,
 
 def notices_for(model: PyModel) -> list[str]:
     """What occlint could not see in this file, one line each (`path:line:col: ...`)."""
+    from occlint.python.extract import _short
+
     out = []
+    path = _shown(model.path)
     for offset, what in model.problems:
         span = make_span(model.text, offset, offset)
-        out.append(f"{model.path}:{span.line}:{span.column}: {what}")
+        out.append(f"{path}:{span.line}:{span.column}: {what}")
     for mod in model.modules:
         if mod.code is not None and mod.code.unknown:
             span = make_span(model.text, mod.offset, mod.offset)
-            parts = ", ".join(f"`{u}`" for u in dict.fromkeys(mod.code.unknown))
-            out.append(f"{model.path}:{span.line}:{span.column}: {mod.api} source is partly unknown ({parts}): "
+            parts = ", ".join(f"`{_short(u)}`" for u in dict.fromkeys(mod.code.unknown))
+            out.append(f"{path}:{span.line}:{span.column}: {mod.api} source is partly unknown ({parts}): "
                        "linted where it parses; not compiled, so register and spill checks were skipped")
-        if mod.code is not None and not mod.options_known:
+        elif mod.code is not None and not mod.options_known:     # (a source not compiled: no word)
             span = make_span(model.text, mod.offset, mod.offset)
-            out.append(f"{model.path}:{span.line}:{span.column}: {mod.api} options could not be evaluated; "
+            out.append(f"{path}:{span.line}:{span.column}: {mod.api} options could not be evaluated; "
                        "compiled without them")
     return out
+
+
+def _shown(path: str) -> str:
+    """A path as findings show it: relative to the working folder when inside it."""
+    import os
+
+    if os.path.isabs(path):
+        rel = os.path.relpath(path)
+        if not rel.startswith(".."):
+            return rel
+    return path
