@@ -94,6 +94,8 @@ def best_evaluation(arch: str, usage: Usage, kernel: Kernel | None, where: str) 
 
     bound = kernel.launch_bounds.max_threads if kernel and kernel.launch_bounds else None
     bound = bound if isinstance(bound, int) and bound > 0 else None
+    if bound is None and isinstance(usage.max_threads, int) and usage.max_threads > 0:
+        bound = usage.max_threads       # the cubin's: an instantiation's bounds, or no source
     best = max_potential_block_size(arch, usage.registers, usage.static_smem,
                                     launch_bounds=bound, barriers=usage.barriers)
     label = _label(usage)

@@ -574,3 +574,14 @@ def test_shared_memory_that_is_per_thread_storage_is_advised_per_thread_not_as_a
     assert "at most 219 bytes per thread (37 fewer) would allow 50% (at 128 threads/block)" in msg
     assert "smaller tile" not in msg
     # `tile` at 64 threads: TILE is 64 too, but the launch's block is not written with it
+
+
+def test_a_kernel_known_only_from_the_cubin_is_shown_within_its_max_threads():
+    # moderngpu's instantiations bounded at 128 threads were shown at "best block size 1024"
+    from occlint.report import best_evaluation
+
+    u = Usage(kernel="mgpu::k", arch="sm_90", registers=48, template_args=("128",), max_threads=128)
+    ev = best_evaluation("sm_90", u, None, "x.cu")
+    assert ev.block <= 128 and ev.max_block == 128, ev
+    free = best_evaluation("sm_90", Usage(kernel="k", arch="sm_90", registers=48), None, "x.cu")
+    assert free.block > 128
