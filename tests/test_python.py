@@ -763,3 +763,19 @@ def test_notices_are_short_relative_and_never_contradict_each_other(tmp_path, mo
         "n.py:6:22: the CUDA source `mod` could not be evaluated; not linted",
         "n.py:3:9: SourceModule source is partly unknown (`tpl.render( a=1, b=2)`): linted where "
         "it parses; not compiled, so register and spill checks were skipped"], notices
+
+
+def test_the_old_prepared_call_takes_its_block_from_prepare():
+    # inducer/pycuda's demo_struct.py (PyCUDA before 2011.1): prepare("P", block=(...)), then
+    # prepared_call(grid, arg): the argument was read as the block size
+    src = textwrap.dedent('''\
+        from pycuda.compiler import SourceModule
+        mod = SourceModule("__global__ void k(float* p) { p[threadIdx.x] *= 2; }")
+        f = mod.get_function("k")
+        f.prepare("P", block=(256, 1, 1))
+        f.prepared_call((1000, 1), some_ptr)
+        g = mod.get_function("k").prepare("P")
+        g.prepared_call((1000, 1), (128, 1, 1), some_ptr)
+        ''')
+    model = extract(src, "x.py")
+    assert [ln.block.source for ln in model.launches] == ["256, 1, 1", "128, 1, 1"]

@@ -221,6 +221,7 @@ class _Extractor(cst.CSTVisitor):
         self.modules_by_call: dict[cst.Call, Module] = {}
         self.depth = 0
         self.glob_root: str | None = None     # set by extensions.py: `glob.glob` reads this folder
+        self.prepared_blocks: dict[str, cst.BaseExpression] = {}  # receiver -> prepare(block=)
 
     # --- positions ------------------------------------------------------------------------------
 
@@ -685,6 +686,12 @@ class _Extractor(cst.CSTVisitor):
     def _launch(self, node: cst.Call) -> None:
         func = node.func
         method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method == "prepare":        # PyCUDA before 2011.1: `f.prepare("P", block=(256, 1, 1))`
+            block = next((a.value for a in node.args if a.keyword is not None
+                          and a.keyword.value == "block"), None)
+            if block is not None:
+                self.prepared_blocks[self.source(func.value)] = block
+            return
         if method in ("prepared_call", "prepared_timed_call", "prepared_async_call"):
             target = self.value(func.value)
         elif _last(_name_of(func)) in COMPILERS:
@@ -702,6 +709,9 @@ class _Extractor(cst.CSTVisitor):
         if method in ("prepared_call", "prepared_timed_call", "prepared_async_call"):
             grid = args[0].value if args else kwargs.get("grid")
             block = args[1].value if len(args) > 1 else kwargs.get("block")
+            early = self.prepared_blocks.get(self.source(func.value))
+            if early is not None and "block" not in kwargs and not isinstance(block, cst.Tuple):
+                block = early       # the old form: prepared_call(grid, *args), block from prepare
             launch = PyLaunch(target, self.start(node), self.end(node), self._arg(grid), self._arg(block),
                               self._arg(kwargs.get("shared_size")), "pycuda")
         elif mod.framework == "pycuda":
