@@ -71,7 +71,7 @@ class Site:
     basis: str = "launch"               # launch | launch_bounds | best (no constant launch, no bounds:
                                         # the best block size up to the kernel's max threads)
     bounds_from_cubin: bool = False     # the bounds' figures came from the cubin, not the source
-    block_names: frozenset = frozenset()   # names the launch's block is written with (block_names)
+    text: str = field(default="", repr=False, compare=False)   # the launching file's (block_names)
 
     @property
     def regs(self) -> int:
@@ -378,7 +378,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             site = Site(kf, arch, block, dyn, launch, u, static, bounds,
                         launch_arg(launch, 1), instance_label(k, launch.template_args),
                         max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin,
-                        block_names=block_names(facts.text, launch))
+                        text=facts.text)
             site.needs_opt_in = (dyn > 0 and static + dyn > STATIC_SMEM_LIMIT
                                  and max_dyn is None and not unknown_opt_in)
             yield _evaluate(site)
@@ -493,11 +493,15 @@ def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
     return None if site.basis == "best" else "OCC003"    # no block-size advice at a size nobody chose
 
 
+BLOCK_NAMES_WINDOW = 64 << 10      # how far before a launch its block's names are looked for
+
+
 def block_names(text: str, launch: Launch) -> frozenset:
     """The names a launch's block size is written with: in its block argument, and (three
-    steps back at most) in what those names are set from before the launch: `dim3
-    threads(nThreads, 1, 1)`, `unsigned nThreads = MTF_THREADS_BLOCK;`."""
-    before = text[:launch.span.start]
+    steps back at most, within BLOCK_NAMES_WINDOW characters) in what those names are set from
+    before the launch: `dim3 threads(nThreads, 1, 1)`, `unsigned nThreads = MTF_THREADS_BLOCK;`.
+    Asked only of a site below its target for shared memory (`per_thread_bytes`)."""
+    before = text[max(0, launch.span.start - BLOCK_NAMES_WINDOW):launch.span.start]
     names: set[str] = set()
     frontier = set(re.findall(r"[A-Za-z_]\w*", launch.block.text)) - {"dim3"}
     for _ in range(3):
@@ -516,13 +520,15 @@ def per_thread_bytes(site: Site) -> tuple[int, int] | None:
     its block: each array's size is linear in the names whose value is the block size (cudpp's
     `uchar threadHist[HUFF_THREADS_PER_BLOCK_HIST * 256]` at 64 threads/block: 256 bytes each
     thread keeps) or does not involve them (a flag, a small table). Only names the launch's
-    block is written with count (`Site.block_names`), not another constant that happens to
-    equal it. None when no array grows with the block, or the arrays' sizes are not all read."""
+    block is written with count (`block_names`), not another constant that happens to equal
+    it. None when no array grows with the block, or the arrays' sizes are not all read."""
     kf, block = site.facts, site.block
     decls = [d for d in kf.shared if not d.extern]
-    if not decls or kf.origin is None or any(d.size_bytes is None for d in decls) or \
+    if not decls or kf.origin is None or site.launch is None or \
+            any(d.size_bytes is None for d in decls) or \
             not 0 <= site.static_smem - sum(d.size_bytes for d in decls) <= 1024:
         return None         # (ptxas's figure may add alignment: it is what the block needs)
+    names_of_block = block_names(site.text, site.launch)
     from occlint.source.build import parsed_for
     try:
         env, text = parsed_for(kf.origin).ctx.env, kf.origin.text
@@ -532,7 +538,7 @@ def per_thread_bytes(site: Site) -> tuple[int, int] | None:
     for d in decls:
         dims = [text[span.start:span.end] for span in d.dim_spans]
         names = {n for dim in dims for n in re.findall(r"[A-Za-z_]\w*", dim)
-                 if n in site.block_names and env.text_value(n.encode("utf-8", "replace")) == block}
+                 if n in names_of_block and env.text_value(n.encode("utf-8", "replace")) == block}
         if not names:
             continue                # a fixed size: a flag, a small table
         grown = d.element_size or 0
