@@ -345,12 +345,13 @@ def include_line(text: str | None, unit: str, header: str) -> int | None:
     for number, included in lines:
         if os.path.basename(included) == name:
             return number
+    from occlint.files import read_regular
+
     here = os.path.dirname(os.path.abspath(unit))
     for number, included in lines:
-        try:
-            with open(os.path.join(here, included), encoding="utf-8", errors="replace") as fh:
-                inner = fh.read(1 << 20)
-        except OSError:
+        try:        # a regular file only: a FIFO named by an #include would block the read
+            inner = read_regular(os.path.join(here, included))[:1 << 20].decode("utf-8", "replace")
+        except (OSError, ValueError):
             continue
         if any(os.path.basename(i) == name for _n, i in include_lines(inner)):
             return number
