@@ -267,7 +267,14 @@ def register_limited_occupancy(facts: Facts) -> Iterator[Hit]:
             values.update(target_regs=regs, shed=have - regs, target_block=step.value,
                           target_blocks=step.result.active_blocks,
                           target_occupancy=Pct(step.result.occupancy))
-            yield _site_hit("OCC001", site, values, "best")     # no bound to write
+            # no bound to write; the usual block sizes (powers of two) at which the cap reaches
+            # the target, not only the one nearest the best (nvdiffrast launches at 64, the
+            # best was 896, and "at 1024 threads/block (1 block/SM)" read as advice)
+            sizes = [b for b in (32, 64, 128, 256, 512, 1024) if b <= values["max_block"] and
+                     compute(site, regs=regs, block=b).occupancy >= facts.config.min_occupancy]
+            if len(sizes) > 1:
+                values["target_sizes"] = ", ".join(map(str, sizes[:-1])) + f" or {sizes[-1]}"
+            yield _site_hit("OCC001", site, values, "best_sizes" if len(sizes) > 1 else "best")
             continue
         regs = max_registers(site, blocks_for(site.occ, facts.config.min_occupancy), have - 1)
         if regs is None or regs < floor:

@@ -585,3 +585,14 @@ def test_a_kernel_known_only_from_the_cubin_is_shown_within_its_max_threads():
     assert ev.block <= 128 and ev.max_block == 128, ev
     free = best_evaluation("sm_90", Usage(kernel="k", arch="sm_90", registers=48), None, "x.cu")
     assert free.block > 128
+
+
+def test_a_register_cap_without_a_launch_names_the_usual_block_sizes_it_serves():
+    # nvdiffrast's texture kernels (no launch in the .cu; launched at 64 threads from .cpp):
+    # "would reach 50% at 1024 threads/block (1 block/SM)" read as advice to launch 1024 threads
+    text = "__global__ void heavy(float* x) { x[threadIdx.x] = 0.0f; }\n"
+    usage = [Usage(kernel="heavy", arch="sm_90", registers=68)]
+    (f,) = [f for f in lint_source(text, "h.cu", usage, Config(arch=("sm_90",))) if f.code == "OCC001"]
+    assert "4 fewer registers/thread (64) would reach 50% at 32, 64, 128, 256, 512 or 1024 " \
+           "threads/block" in f.message, f.message
+    assert "1 block/SM" not in f.message
