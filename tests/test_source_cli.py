@@ -177,3 +177,17 @@ def test_the_listing_encoder_writes_what_json_writes():
 
     for v in [*(value(0) for _ in range(500)), {1: [2, {None: 3}]}, {"a": {True: "b"}}]:
         assert _indented(v, " ") == json.dumps(v, indent=1).replace("\n", "\n "), v
+
+
+def test_a_launch_through_a_function_pointer_says_so(tmp_path):
+    # GPU MODE's lecture_008 (and ggml's ggml_cuda_kernel_launch): `kernel<<<...>>>` on a
+    # parameter said "nvcc reported no figures for `kernel` (defined in a file not listed...)"
+    (tmp_path / "d.cu").write_text(
+        "__global__ void a(int* d) { d[threadIdx.x] *= 2; }\n"
+        "void bench(void (*kernel)(int*), int* d) { kernel<<<4, 256>>>(d); }\n"
+        "void run(int* d) { bench(a, d); a<<<4, 256>>>(d); }\n")
+    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=tmp_path)
+    why = [x["no_occupancy"] for x in json.loads(r.stdout) if x["kind"] == "launch"]
+    assert why[0] == ("`kernel` is a variable of `bench` (a function pointer), which occlint does "
+                      "not follow to a kernel")
+    assert why[1].startswith("not compiled")

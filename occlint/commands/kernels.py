@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from json.encoder import encode_basestring_ascii as _escape
 
@@ -512,10 +513,43 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     bounds = _bounds(recs)
     unmeasured = NOT_COMPILED if report is None else COMPILE_FAILED \
         if os.path.realpath(path) in failed else NO_FIGURES
+    pointers = _pointer_callees(sf)
     for r in recs:
         if r["kind"] == "launch":
-            r["no_occupancy"] = why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
+            r["no_occupancy"] = pointers.get((r["line"], r["column"])) or \
+                why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
     return recs
+
+
+def _pointer_callees(sf) -> dict[tuple[int, int], str]:
+    """(line, column) -> why, for the launches whose callee is a variable of the launching
+    function (a function-pointer parameter: `void bench(void (*kernel)(int*), ...) {
+    kernel<<<g, b>>>(d); }`), which occlint does not follow to a kernel."""
+    from occlint.link import find_kernel
+    from occlint.source.build import parsed_for
+
+    out = {}
+    ctx = None
+    for la in sf.launches:
+        if la.kind != "chevron":
+            continue
+        name = la.callee
+        if "::" in name or find_kernel(sf, la) is not None:
+            continue
+        ctx = ctx or parsed_for(sf).ctx
+        at = ctx.tx.data.find(name.encode(), len(sf.text[:la.span.start].encode()))
+        fn = ctx.function_at(at) if at >= 0 else None
+        if fn is None:
+            continue
+        params = fn.child_by_field_name("declarator")
+        params = params.child_by_field_name("parameters") if params is not None else None
+        named = params is not None and re.search(rb"\b" + re.escape(name.encode()) + rb"\b",
+                                                 params.text) is not None
+        if named or ctx.local(fn.start_byte, name.encode()) is not None:
+            out[(la.span.line, la.span.column)] = (
+                f"`{name}` is a variable of `{la.function or 'its function'}` (a function "
+                "pointer), which occlint does not follow to a kernel")
+    return out
 
 
 _UNIQUE: dict[int, dict] = {}
