@@ -737,7 +737,8 @@ def test_kernels_says_each_string_error_once_at_its_line(tmp_path, nvrtc_lib):
         }
         """, "k")
         '''))
-    r = run_main("kernels", "--arch", "sm_90", "--no-cache", "k.py", cwd=tmp_path)
+    # named by its absolute path, inside the working folder: said relative, as findings are
+    r = run_main("kernels", "--arch", "sm_90", "--no-cache", str(tmp_path / "k.py"), cwd=tmp_path)
     warnings = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert warnings == ['occlint: warning: k.py:4:1: NVRTC (sm_90): identifier "undefined_a" is undefined',
                         'occlint: warning: k.py:5:1: NVRTC (sm_90): identifier "undefined_b" is undefined'], r.stderr

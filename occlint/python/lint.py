@@ -179,7 +179,9 @@ def notices_for(model: PyModel) -> list[str]:
     from occlint.python.extract import _short
 
     out = []
-    path = _shown(model.path)
+    from occlint.files import display_path
+
+    path = display_path(model.path)
     for offset, what in model.problems:
         span = make_span(model.text, offset, offset)
         out.append(f"{path}:{span.line}:{span.column}: {what}")
@@ -194,14 +196,3 @@ def notices_for(model: PyModel) -> list[str]:
             out.append(f"{path}:{span.line}:{span.column}: {mod.api} options could not be evaluated; "
                        "compiled without them")
     return out
-
-
-def _shown(path: str) -> str:
-    """A path as findings show it: relative to the working folder when inside it."""
-    import os
-
-    if os.path.isabs(path):
-        rel = os.path.relpath(path)
-        if not rel.startswith(".."):
-            return rel
-    return path
