@@ -546,3 +546,13 @@ def test_a_namespace_opened_by_a_macro_scopes_its_kernels():
     # while nvcc reports `mgpu::launch_box_cta_k`, so no kernel of the library got figures
     sf = parse(MACRO_NAMESPACE, "m.cu")
     assert [k.qualname for k in sf.kernels] == ["lib::k", "outside", "real::lib::inner"]
+
+
+def test_a_braced_block_in_chevrons_is_a_dim3():
+    # apex's index_mul_2d: `k<<<g, {BLOCK_THREADS_DIMX, BLOCK_THREADS_DIMY, 1}>>>` was "not a
+    # compile-time constant" (tree-sitter reads a compound literal with an empty type)
+    text = ("__global__ void k(float* p) { p[0] = 0; }\n"
+            "void a(float* p) { const int DX = 16, DY = 16; k<<<4, {DX, DY, 1}>>>(p); }\n"
+            "void b(float* p) { k<<<8, {10, 10, 1}>>>(p); }\n")
+    got = [(la.grid.total, la.block.total) for la in parse(text, "b.cu").launches]
+    assert got == [(4, 256), (8, 100)]

@@ -108,9 +108,9 @@ class LaunchReader:
             fn = node.child_by_field_name("function")
             if fn is not None and b"".join(fn.text.split()) in (b"dim3", b"::dim3"):
                 return self._components(_args(node.child_by_field_name("arguments")), scope, text)
-        if t == "compound_literal_expression":
-            ty = node.child_by_field_name("type")
-            if ty is not None and ty.text == b"dim3":
+        if t == "compound_literal_expression":      # `dim3{16, 16}`; a bare `{16, 16, 1}` in
+            ty = node.child_by_field_name("type")     # <<<>>> parses with an empty type
+            if ty is not None and ty.text in (b"dim3", b""):
                 return self._components(_args(node.child_by_field_name("value")), scope, text)
             return Dim3(None, None, None, text)
         if t == "initializer_list":
