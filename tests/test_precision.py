@@ -596,3 +596,30 @@ def test_a_register_cap_without_a_launch_names_the_usual_block_sizes_it_serves()
     assert "4 fewer registers/thread (64) would reach 50% at 32, 64, 128, 256, 512 or 1024 " \
            "threads/block" in f.message, f.message
     assert "1 block/SM" not in f.message
+
+
+def test_spills_well_under_a_register_cap_are_not_the_caps():
+    # apex's group_norm one-pass kernels: __launch_bounds__(512) caps registers at 128, but the
+    # instantiations spilling at 32-64 registers were OCC012 "use the loosest cap ..."
+    text = "__global__ void __launch_bounds__(512) norm(float* x) { x[threadIdx.x] = 0.0f; }\n"
+    config = Config(arch=("sm_90",))
+
+    def codes(regs):
+        u = Usage(kernel="norm", arch="sm_90", registers=regs, spill_stores=1860, spill_loads=2520,
+                  max_threads=512, max_registers=128)
+        return [f.code for f in lint_source(text, "n.cu", [u], config) if f.code in ("OCC011", "OCC012")]
+
+    assert codes(32) == ["OCC011"]
+    assert codes(128) == ["OCC012"]
+
+
+def test_a_small_grid_with_no_occupancy_does_not_make_up_blocks_per_sm():
+    # pytorch3d's rasterize_coarse.cu: dynamic shared memory of unknown size, so no occupancy;
+    # OCC033 said "size the grid from blocks/SM x SMs (1 x 132 = 132)", the 1 a placeholder
+    text = ("__global__ void k(float* out, int n) {\n"
+            "    extern __shared__ char s[];\n"
+            "    for (int i = blockIdx.x; i < n; i += gridDim.x) out[i] = s[threadIdx.x];\n}\n"
+            "void run(float* out, int n, int bx) { k<<<64, 512, bx * 64>>>(out, n); }\n")
+    (f,) = [f for f in lint_source(text, "r.cu", [Usage(kernel="k", arch="sm_90", registers=16)],
+                                   Config(arch=("sm_90",))) if f.code == "OCC033"]
+    assert "1 x 132" not in f.message and "the blocks each SM holds x 132 SMs" in f.message, f.message
