@@ -191,3 +191,14 @@ def test_a_launch_through_a_function_pointer_says_so(tmp_path):
     assert why[0] == ("`kernel` is a variable of `bench` (a function pointer), which occlint does "
                       "not follow to a kernel")
     assert why[1].startswith("not compiled")
+
+
+def test_kernels_says_a_compile_error_once(tmp_path, nvcc_path):
+    # apex: `kernels .` printed one nvcc error 784 times (per arch, per unit including it)
+    (tmp_path / "bad.cuh").write_text("__device__ int f() { return undefined_name; }\n")
+    for n in ("a", "b"):
+        (tmp_path / f"{n}.cu").write_text('#include "bad.cuh"\n__global__ void k_%s() {}\n' % n)
+    r = run_main("kernels", "--arch", "sm_80,sm_90", "--no-cache", "--config", f"nvcc = {nvcc_path!r}",
+                 "a.cu", "b.cu", "bad.cuh", cwd=tmp_path)
+    warnings = [ln for ln in r.stderr.splitlines() if "undefined_name" in ln]
+    assert len(warnings) == len(set(warnings)) >= 1, r.stderr

@@ -628,9 +628,13 @@ def _run(args) -> int:
         from occlint.python import archs as python_archs
         archs = tuple(dict.fromkeys((*archs, *python_archs(config))))
     all_usage = [u for us in report.usages.values() for u in us] if report else []
+    said: set[str] = set()
     for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
         where = display_path(err.path) + (f":{err.line}" if err.line else "")
-        print(f"occlint: warning: {where}: {err.compiler}: {err.message}", file=sys.stderr)
+        line = f"occlint: warning: {where}: {err.compiler}: {err.message}"
+        if line not in said:        # once, not once per arch and includer (apex: 784 times)
+            said.add(line)
+            print(line, file=sys.stderr)
     from occlint.process import fork_map
     from occlint.source.grammar import may_hold_constructs
 
