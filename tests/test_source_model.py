@@ -556,3 +556,14 @@ def test_a_braced_block_in_chevrons_is_a_dim3():
             "void b(float* p) { k<<<8, {10, 10, 1}>>>(p); }\n")
     got = [(la.grid.total, la.block.total) for la in parse(text, "b.cu").launches]
     assert got == [(4, 256), (8, 100)]
+
+
+def test_a_kernel_written_with_a_macro_for_global_is_a_kernel(tmp_path):
+    # pytorch3d's pulsar: `#define GLOBAL __global__` in global.h, `GLOBAL void f(...)` in the
+    # .cu: tree-sitter reads GLOBAL as a type, and none of the 7 kernels was listed
+    (tmp_path / "global.h").write_text("#define GLOBAL __global__\n")
+    text = ('#include "global.h"\n'
+            "GLOBAL void f(int* x) { __shared__ int s[64]; s[threadIdx.x] = 1; x[0] = s[0]; }\n"
+            "void run(int* x) { f<<<1000, 100>>>(x); }\n")
+    sf = parse(text, str(tmp_path / "g.cu"))
+    assert [k.qualname for k in sf.kernels] == ["f"] and [d.kernel for d in sf.shared] == ["f"]

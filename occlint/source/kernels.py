@@ -85,14 +85,24 @@ def _extern_c(node, root) -> bool:
 
 def _candidates(ctx: Context) -> list:
     """`__global__` declarations, plus definitions whose `__global__` tree-sitter's error
-    recovery pulled into a preceding ERROR node (`SOME_MACRO(x)` with no `;` before them)."""
+    recovery pulled into a preceding ERROR node (`SOME_MACRO(x)` with no `;` before them), and
+    definitions written with a macro that is `__global__`."""
     found = list(ctx.caps.get("kernel", ()))
     data = ctx.tx.parse_data
+    macros = ctx.env.macros
     for f in ctx.caps.get("function", ()):
         prev = f.prev_sibling
         if prev is not None and prev.type == "ERROR" and \
                 data[max(prev.end_byte - 10, 0):prev.end_byte] == b"__global__":
             found.append(f)
+            continue
+        # `#define GLOBAL __global__` (pytorch3d's pulsar, in a header): tree-sitter reads the
+        # macro's name as the function's type
+        ty = f.child_by_field_name("type")
+        if ty is not None and ty.type == "type_identifier":
+            bodies = macros.get(ty.text)
+            if bodies and len(bodies) == 1 and b"__global__" in bodies[0].split():
+                found.append(f)
     return found
 
 
