@@ -84,13 +84,3 @@ def real_path(path: str, memo: dict[str, str]) -> str:
         out = os.path.realpath(cand) if os.path.islink(cand) else cand
     memo[path] = out
     return out
-
-
-def display_path(path: str) -> str:
-    """A path as findings show it in notices and warnings: relative to the working folder when
-    inside it, else as given."""
-    if os.path.isabs(path):
-        rel = os.path.relpath(path)
-        if not rel.startswith(".."):
-            return rel
-    return path

@@ -14,7 +14,7 @@ import sys
 from json.encoder import encode_basestring_ascii as _escape
 
 from occlint.commands.options import add_config_arguments, load
-from occlint.files import display_path
+from occlint.emit.concise import display_path
 from occlint.commands.summary import plural
 from occlint.discover import CUDA_SUFFIXES
 from occlint.units import format_size
@@ -336,7 +336,7 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
             said_here: set[str] = set()
             for mod in model.modules:
                 for err in errors.get(mod.index, ()):
-                    line = (f"occlint: warning: {display_path(path)}:{_error_place(text, model, mod, err)}: "
+                    line = (f"occlint: warning: {display_path(path, '.')}:{_error_place(text, model, mod, err)}: "
                             f"{err.compiler} ({err.arch}): {err.message}")
                     if line not in said_here:       # each at its line of the string, once
                         said_here.add(line)
@@ -630,7 +630,7 @@ def _run(args) -> int:
     all_usage = [u for us in report.usages.values() for u in us] if report else []
     said: set[str] = set()
     for err in report.errors if report else []:   # listed, not fatal: `check` reports OCC900
-        where = display_path(err.path) + (f":{err.line}" if err.line else "")
+        where = display_path(err.path, ".") + (f":{err.line}" if err.line else "")
         line = f"occlint: warning: {where}: {err.compiler}: {err.message}"
         if line not in said:        # once, not once per arch and includer (apex: 784 times)
             said.add(line)

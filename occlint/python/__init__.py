@@ -71,8 +71,8 @@ def compiled(model, text: str, path: str, config, cache=None) -> tuple[dict, dic
             errors.setdefault(mod.index, []).extend(result.errors)
             notice = result.notice or result.warning
             if notice and "not found" not in notice:       # about this call: say where
-                from occlint.files import display_path
-                notice = f"{display_path(path)}:{_line_col(text, mod.offset)}: {notice}"
+                from occlint.emit.concise import display_path
+                notice = f"{display_path(path, '.')}:{_line_col(text, mod.offset)}: {notice}"
             if notice and notice not in notices:
                 notices.append(notice)
     return usage, errors, notices

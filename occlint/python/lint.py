@@ -176,12 +176,11 @@ def lint_python_source(text: str, path: str, model: PyModel, usage: Mapping[int,
 
 def notices_for(model: PyModel) -> list[str]:
     """What occlint could not see in this file, one line each (`path:line:col: ...`)."""
+    from occlint.emit.concise import display_path
     from occlint.python.extract import _short
 
     out = []
-    from occlint.files import display_path
-
-    path = display_path(model.path)
+    path = display_path(model.path, ".")        # as findings show it
     for offset, what in model.problems:
         span = make_span(model.text, offset, offset)
         out.append(f"{path}:{span.line}:{span.column}: {what}")
