@@ -6,7 +6,7 @@ import re
 from bisect import bisect_right
 
 from occlint.source import types
-from occlint.source.consteval import Env, Local
+from occlint.source.consteval import Env, Local, exprs
 from occlint.source.grammar import file_captures, parser
 from occlint.source.preproc import Scan, View, scan
 from occlint.source.text import Text
@@ -347,7 +347,7 @@ class Context:
             _classify_use(node, local)
         for args in local.passed:       # `f(x)` where f takes a non-const reference writes x
             call = args.parent
-            at = {i for i, a in enumerate(_arguments(args)) if a.text == name}
+            at = {i for i, a in enumerate(exprs(args)) if a.text == name}
             if call is not None and call.type == "call_expression" and \
                     at & self._reference_params(call.child_by_field_name("function")):
                 local.written = local.whole_written = True
@@ -566,10 +566,6 @@ _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator"
                 "parenthesized_declarator", "init_declarator"}
 
 
-def _arguments(args) -> list:
-    return [c for c in args.named_children if c.type != "comment"]
-
-
 def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
     """function name -> positions of its non-const reference parameters, over the file's
     function definitions (every overload's, so a name is written if any overload may)."""
@@ -585,7 +581,7 @@ def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
         if ident is None or params is None:
             continue
         refs = set()
-        for i, prm in enumerate(_arguments(params)):
+        for i, prm in enumerate(exprs(params)):
             decl = prm.child_by_field_name("declarator")
             while decl is not None and decl.type in ("parenthesized_declarator",):
                 decl = decl.named_children[0] if decl.named_child_count else None
