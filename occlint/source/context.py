@@ -39,15 +39,20 @@ def ancestors(root, node) -> list:
 
 def scopes_of(node, root) -> tuple[str, ...]:
     """Enclosing namespace and class names, outermost first."""
-    names = []
+    return tuple(name for _at, name in scoped_ancestors(node, root))
+
+
+def scoped_ancestors(node, root) -> list[tuple[int, str]]:
+    """(start byte, name) of each enclosing namespace and class, outermost first."""
+    out = []
     for p in ancestors(root, node):
         if p.type in _SCOPE_TYPES:
             name = p.child_by_field_name("name")
             if name is not None:
-                names.append(b"".join(name.text.split()).decode("utf-8", "replace"))
+                out.append((p.start_byte, b"".join(name.text.split()).decode("utf-8", "replace")))
             elif p.type == "namespace_definition":
-                names.append("(anonymous namespace)")
-    return tuple(names)
+                out.append((p.start_byte, "(anonymous namespace)"))
+    return out
 
 
 def is_dead(node, root) -> bool:

@@ -7,7 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from occlint.model import Kernel, LaunchBounds
-from occlint.source.context import _SCOPE_TYPES, Context, ancestors, scopes_of
+from occlint.source.context import Context, ancestors, scoped_ancestors, scopes_of
 
 
 @dataclass
@@ -270,11 +270,8 @@ def _scopes(node, root, opened: list[tuple[int, str | None]], at: int) -> tuple[
             stack.pop()
     if not stack:
         return scopes_of(node, root)
-    real = [(p.start_byte, name) for p, name in zip(
-        [p for p in ancestors(root, node) if p.type in _SCOPE_TYPES and
-         (p.child_by_field_name("name") is not None or p.type == "namespace_definition")],
-        scopes_of(node, root), strict=True)]
-    return tuple(part for _at, name in sorted(real + stack, key=lambda x: x[0])
+    return tuple(part for _at, name in sorted(scoped_ancestors(node, root) + stack,
+                                               key=lambda x: x[0])
                  for part in name.split("::"))
 
 
