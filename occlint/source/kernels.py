@@ -140,20 +140,18 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             vals += [None] * (3 - len(vals))
             bounds = LaunchBounds(vals[0], vals[1], vals[2], tx.node_text(lb_node),
                                   tx.node_span(lb_node))
-        extras = {}      # __maxnreg__ / __cluster_dims__ between the start and the name
+        extras, where = {}, {}   # __maxnreg__ / __cluster_dims__ / a bounds macro before the name
         for i in range(bisect_left(blanked_starts, node.start_byte), len(blanked)):
-            kind, start, _end, args = blanked[i]
+            kind, start, end, args = blanked[i]
             if start >= fdecl.start_byte:
                 break
-            extras[kind] = args
+            extras[kind], where[kind] = args, (start, end)
         if bounds is None and "bounds_macro" in extras:
             vals = macro_bounds(env, extras["bounds_macro"], _unbound(bind_names))
             if vals is not None:
-                start, end = next((b[1], b[2]) for b in blanked if b[0] == "bounds_macro"
-                                  and node.start_byte <= b[1] < fdecl.start_byte)
                 bounds = LaunchBounds(vals[0], vals[1], vals[2],
                                       extras["bounds_macro"].decode("utf-8", "replace"),
-                                      tx.span(start, end))
+                                      tx.span(*where["bounds_macro"]))
         maxnreg = None
         if "maxnreg" in extras:
             maxnreg = env.text_value(extras["maxnreg"], None, _unbound(bind_names))
