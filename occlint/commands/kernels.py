@@ -491,7 +491,7 @@ def _scalar(value) -> str:
 
 
 def _file_records(path: str, texts: dict, views: dict, config, report, all_usage, archs,
-                  failed: set[str], python: dict | None) -> list[dict]:
+                  failed: set[str], unique: dict[str, list], python: dict | None) -> list[dict]:
     """A file's records with the figures `check` would lint it with (engine.usage_of: its own
     unit's, a header's includers'), never another unit's kernel of the same name."""
     from occlint.engine import usage_of
@@ -507,7 +507,7 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     if report is not None:      # a kernel of another unit (-rdc), when its name is that unit's alone
         own = {u.kernel.split("::")[-1] for u in mine}
         launched = {ln.callee.split("::")[-1] for ln in sf.launches} - own
-        mine = mine + [u for name in sorted(launched) for u in _unique_names(report).get(name, ())]
+        mine = mine + [u for name in sorted(launched) for u in unique.get(name, ())]
     if mine:
         add_compiler_figures(recs, sf, mine, config, archs)
     measured = {u.kernel.split("::")[-1] for u in mine}
@@ -553,26 +553,18 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
     return out
 
 
-_UNIQUE: dict[int, dict] = {}
-
-
 def _unique_names(report) -> dict[str, list]:
-    """Kernel name -> its figures, for the names that exactly one compiled unit has (made once
-    per report): a launch of a kernel another unit defines is given those figures, never a
-    same-named kernel of two units' (cuda-samples has a dozen `testKernel`s)."""
-    got = _UNIQUE.get(id(report))
-    if got is None:
-        units: dict[str, set[str]] = {}
-        figures: dict[str, list] = {}
-        for unit, usages in report.usages.items():
-            for u in usages:
-                name = u.kernel.split("::")[-1]
-                units.setdefault(name, set()).add(unit)
-                figures.setdefault(name, []).append(u)
-        got = {n: figures[n] for n, us in units.items() if len(us) == 1}
-        _UNIQUE.clear()
-        _UNIQUE[id(report)] = got
-    return got
+    """Kernel name -> its figures, for the names that exactly one compiled unit has: a launch
+    of a kernel another unit defines is given those figures, never a same-named kernel of two
+    units' (cuda-samples has a dozen `testKernel`s)."""
+    units: dict[str, set[str]] = {}
+    figures: dict[str, list] = {}
+    for unit, usages in report.usages.items():
+        for u in usages:
+            name = u.kernel.split("::")[-1]
+            units.setdefault(name, set()).add(unit)
+            figures.setdefault(name, []).append(u)
+    return {n: figures[n] for n, us in units.items() if len(us) == 1}
 
 
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
@@ -585,14 +577,16 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
 
     includes = report.includes if report is not None else None
     views = source_views(files, config, includes, only=share, memo=memo)
-    # the files nvcc failed on (their units, and the headers whose errors they are)
-    failed = {os.path.realpath(p) for e in (report.errors if report is not None else ())
-              for p in (e.unit, e.path) if p}
+    if report is not None and "failed" not in memo:     # once per process, for every share:
+        memo["failed"] = {os.path.realpath(p) for e in report.errors   # the files nvcc failed on
+                          for p in (e.unit, e.path) if p}   # (units, headers named by errors)
+        memo["unique"] = _unique_names(report)
+    failed, unique = memo.get("failed", set()), memo.get("unique", {})
     out: list = []
     for path in share:
         try:
             recs = _file_records(path, texts, views, config, report, all_usage, archs,
-                                 failed, python)
+                                 failed, unique, python)
         except Exception as exc:    # one file's failure is its error line; the others are listed
             if os.environ.get("OCCLINT_DEBUG"):
                 raise
