@@ -335,8 +335,9 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
             notices += [n for n in said if n not in notices]
             said_here: set[str] = set()
             for mod in model.modules:
+                place = _error_places(text, model, mod) if errors.get(mod.index) else None
                 for err in errors.get(mod.index, ()):
-                    line = (f"occlint: warning: {display_path(path, '.')}:{_error_place(text, model, mod, err)}: "
+                    line = (f"occlint: warning: {display_path(path, '.')}:{place(err.line)}: "
                             f"{err.compiler} ({err.arch}): {err.message}")
                     if line not in said_here:       # each at its line of the string, once
                         said_here.add(line)
@@ -347,19 +348,28 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
     return out
 
 
-def _error_place(text: str, model, mod, err) -> str:
-    """`line:column` in the .py file of a compile error in a CUDA string: its line of the
-    string, as `check` places its OCC900; the compile call when the error has no line."""
+def _error_places(text: str, model, mod):
+    """place(line) -> `line:column` in the .py file of a compile error at `line` of module
+    `mod`'s CUDA string, as `check` places its OCC900; the compile call when the error has no
+    line. The string's virtual text is built once per module, not once per error."""
     from occlint.python import _line_col
     from occlint.python.lint import build_virtual, python_offset
 
-    if not err.line or mod.code is None:
-        return _line_col(text, mod.offset)
+    at_call = _line_col(text, mod.offset)
+    if mod.code is None:
+        return lambda _line: at_call
     v = build_virtual(model, mod)
-    starts = [0, *(i + 1 for i, ch in enumerate(v.text) if ch == "\n")]
-    if err.line > len(starts) or starts[err.line - 1] >= v.code_len:
-        return _line_col(text, mod.offset)
-    return _line_col(text, python_offset(v, starts[err.line - 1]))
+    starts = _line_starts(v.text)
+
+    def place(line: int | None) -> str:
+        if not line or line > len(starts) or starts[line - 1] >= v.code_len:
+            return at_call
+        return _line_col(text, python_offset(v, starts[line - 1]))
+    return place
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0, *(i + 1 for i, ch in enumerate(text) if ch == "\n")]
 
 
 def _python_records(text: str, model, usages: dict, compiled: bool, config, archs) -> list[dict]:
@@ -383,7 +393,7 @@ def _python_records(text: str, model, usages: dict, compiled: bool, config, arch
             add_compiler_figures(recs, sf, mine, config, archs)
         measured = {u.kernel.split("::")[-1] for u in mine}
         bounds = _bounds(recs)
-        starts = [0, *(i + 1 for i, ch in enumerate(v.text) if ch == "\n")]
+        starts = _line_starts(v.text)
         for r in recs:
             at = python_offset(v, starts[r["line"] - 1] + r["column"] - 1)
             if r["kind"] == "launch" and r["function"] == HOST and at in calls:
