@@ -309,7 +309,7 @@ def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[
     CUDA: extracted once (the listing's processes inherit the models) and, unless --no-compile,
     compiled as `check` compiles it. What `check` would say of a file (a part it could not
     evaluate, a compile error at its call) is said here."""
-    from occlint.python import _line_col, compiled, might_have_cuda
+    from occlint.python import compiled, might_have_cuda
 
     cache = None
     out = {}

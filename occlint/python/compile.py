@@ -92,9 +92,9 @@ def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
     """The call's options as CuPy's `assemble_cupy_compiler_options` and compiler pass them:
     CuPy's bundled CCCL first, `--std=c++14` unless the call names a standard, CuPy's header
     folder, the CUDA headers (NVRTC has no default include path; nvcc has its own), -ftz=true
-    (then `options_for` adds relocatable code for cooperative groups). Without CuPy installed, the toolkit's own CCCL
-    (`include/cccl` since CUDA 13) stands in for the bundled copy, under NVRTC's default
-    standard: CCCL 3 refuses C++14 (`<cooperative_groups.h>` includes it)."""
+    (then `options_for` adds relocatable code for cooperative groups). Without CuPy installed,
+    the toolkit's own CCCL (`include/cccl` since CUDA 13) stands in for the bundled copy, under
+    NVRTC's default standard: CCCL 3 refuses C++14 (`<cooperative_groups.h>` includes it)."""
     cupy = cupy_include()
     cccl = os.path.join(cupy, "cupy", "_cccl") if cupy else ""
     # a source checkout whose CCCL submodule is not checked out has the folders, empty
