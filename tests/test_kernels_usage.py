@@ -210,3 +210,45 @@ def test_kernels_gives_each_launch_its_own_units_figures(tmp_path, nvcc_path):
                                 cwd=tmp_path).stdout)
     assert next(x for x in alone if x["kind"] == "launch")["no_occupancy"].startswith(
         "nvcc failed on this file")
+
+
+HEADER_TEMPLATE = """\
+template <int BM, int TM>
+__global__ void __launch_bounds__(BM / TM, 1) tile(float *a) {
+  __shared__ float s[BM];
+  s[threadIdx.x] = a[threadIdx.x];
+  __syncthreads();
+  a[threadIdx.x] = s[(threadIdx.x + 1) % (BM / TM)];
+}
+"""
+
+HEADER_RUNNER = """\
+#include "tile.cuh"
+void run(float *a, int m) {
+  const int TM = 8;
+  if (m >= 128) {
+    const int BM = 1024;
+    dim3 block(BM / TM);
+    tile<BM, TM><<<1, block>>>(a);
+  } else {
+    const int BM = 512;
+    dim3 block(BM / TM);
+    tile<BM, TM><<<1, block>>>(a);
+  }
+}
+"""
+
+
+def test_kernels_matches_a_launch_to_its_instantiation_of_a_header_kernel(tmp_path, nvcc_path):
+    # SGEMM_CUDA's runner.cu launches templates its headers define, two instantiations each,
+    # with block sizes from `const` locals of each branch: every such launch said "could not be
+    # matched to one compiled instantiation" (the listing did not see the header's definition)
+    (tmp_path / "tile.cuh").write_text(HEADER_TEMPLATE)
+    (tmp_path / "run.cu").write_text(HEADER_RUNNER)
+    figures = {smem: regs for regs, smem in _ptxas_figures(nvcc_path, tmp_path / "run.cu", "sm_90")}
+    assert set(figures) == {4096, 2048}
+    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "run.cu",
+                               cwd=tmp_path).stdout)
+    got = [(r["block"], r["occupancy"]["sm_90"]["static_smem"], r["occupancy"]["sm_90"]["registers"])
+           for r in recs if r["kind"] == "launch"]
+    assert got == [(128, 4096, figures[4096]), (64, 2048, figures[2048])]

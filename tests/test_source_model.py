@@ -304,6 +304,28 @@ def test_local_constant_shadows_global_of_same_name():
     assert [la.block.x for la in parse(text).launches] == [32, 64]
 
 
+def test_a_local_declared_in_two_branches_is_read_where_each_is_visible():
+    # SGEMM_CUDA's runner: `const uint BM = 128;` in the `if`, `= 64` in the `else`, a
+    # `dim3 blockDim((BM * BN) / (TM * TN))` and a launch in each: both blocks were unknown
+    text = ("template <int BM> __global__ void k() {}\n"
+            "void run(int m) {\n  const int TM = 8;\n"
+            "  if (m >= 128) {\n    const int BM = 128;\n    dim3 block(BM * BM / (TM * TM));\n"
+            "    k<BM><<<1, block>>>();\n  } else {\n    const int BM = 64;\n"
+            "    dim3 block(BM * BM / (TM * TM));\n    k<BM><<<1, block>>>();\n"
+            "    for (int BM = 0; BM < 2; ++BM) k<BM><<<1, BM>>>();\n  }\n"
+            "  k<8><<<1, BM>>>();\n}\n")
+    got = [(la.block.x, la.template_values) for la in parse(text).launches]
+    # the loop's BM is written (unknown); after the branches no BM is visible: unknown
+    assert got == [(256, (128,)), (64, (64,)), (None, (None,)), (None, (8,))]
+
+
+def test_a_branch_local_written_in_its_block_stays_unknown():
+    text = ("__global__ void k() {}\nvoid run(int m) {\n  if (m) {\n    int t = 128;\n"
+            "    t += m;\n    k<<<1, t>>>();\n  } else {\n    int t = 64;\n    k<<<1, t>>>();\n"
+            "  }\n}\n")
+    assert [la.block.x for la in parse(text).launches] == [None, 64]
+
+
 def test_parameter_shadows_global_constant():
     text = ("constexpr int threads = 256;\n__global__ void k() {}\n"
             "void h(int threads) { k<<<1, threads>>>(); }\nvoid g() { k<<<1, threads>>>(); }\n")

@@ -220,9 +220,10 @@ def format_record(r: dict) -> str:
     return f"{where} attribute {r['name']} {r['attribute']} = {_n(r['value'])}"
 
 
-def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
+def add_compiler_figures(recs: list[dict], sf, usages, config, archs, project=()) -> None:
     """Kernel records gain `usage` (arch -> figures) and `instantiations`; launch records gain
-    `occupancy` (arch -> occupancy, blocks/SM, limiter) at their evaluated configuration."""
+    `occupancy` (arch -> occupancy, blocks/SM, limiter) at their evaluated configuration.
+    `project`: other parsed files that define kernels `sf` launches (its headers)."""
     from occlint import occupancy
     from occlint.facts import build_facts, primary_limiter
     from occlint.link import Usages
@@ -245,7 +246,7 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs) -> None:
              "max_cluster_blocks": u.max_cluster_blocks}
             for u in mine]
     launches = {(r["line"], r["column"]): r for r in recs if r["kind"] == "launch"}
-    facts = build_facts(sf, usages, config, archs)
+    facts = build_facts(sf, usages, config, archs, project=project)
     _kernel_occupancy(kernels, facts)
     for site in facts.sites:
         rec = launches.get((site.launch.span.line, site.launch.span.column)) if site.launch else None
@@ -501,7 +502,8 @@ def _scalar(value) -> str:
 
 
 def _file_records(path: str, texts: dict, views: dict, config, report, all_usage, archs,
-                  failed: set[str], unique: dict[str, list], python: dict | None) -> list[dict]:
+                  failed: set[str], unique: dict[str, list], python: dict | None,
+                  memo: dict) -> list[dict]:
     """A file's records with the figures `check` would lint it with (engine.usage_of: its own
     unit's, a header's includers'), never another unit's kernel of the same name."""
     from occlint.engine import usage_of
@@ -519,7 +521,8 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
         launched = {ln.callee.split("::")[-1] for ln in sf.launches} - own
         mine = mine + [u for name in sorted(launched) for u in unique.get(name, ())]
     if mine:
-        add_compiler_figures(recs, sf, mine, config, archs)
+        add_compiler_figures(recs, sf, mine, config, archs,
+                             _defining_headers(sf, path, report, texts, memo))
     measured = {u.kernel.split("::")[-1] for u in mine}
     bounds = _bounds(recs)
     unmeasured = NOT_COMPILED if report is None else COMPILE_FAILED \
@@ -530,6 +533,37 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
             r["no_occupancy"] = pointers.get((r["line"], r["column"])) or \
                 why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
     return recs
+
+
+def _defining_headers(sf, path: str, report, texts: dict, memo: dict) -> list:
+    """The parsed project headers the unit `path` includes that define a kernel it launches
+    but does not define itself (a template's `__launch_bounds__` and instantiations are read
+    there, as `check` reads them). Each header is parsed once per process (`memo`)."""
+    from occlint.link import find_kernel
+    from occlint.source import parse
+    from occlint.toolchain.includers import user_files
+
+    wanted = {ln.callee.split("::")[-1] for ln in sf.launches
+              if (k := find_kernel(sf, ln)) is None or not k.is_definition}
+    deps = report.includes.get(path) or report.includes.get(os.path.realpath(path)) or ()
+    if not wanted or len(deps) < 2:
+        return []
+    parsed = memo.setdefault("headers", {})
+    out = []
+    for dep in user_files(deps[1:], report.nvcc):
+        if dep not in parsed:
+            data = texts.get(dep)
+            if not isinstance(data, bytes):
+                try:
+                    with open(dep, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    data = b""
+            parsed[dep] = parse(data, dep) if b"__global__" in data else None
+        got = parsed[dep]
+        if got is not None and any(k.is_definition and k.name in wanted for k in got.kernels):
+            out.append(got)
+    return out
 
 
 def _pointer_callees(sf) -> dict[tuple[int, int], str]:
@@ -596,7 +630,7 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
     for path in share:
         try:
             recs = _file_records(path, texts, views, config, report, all_usage, archs,
-                                 failed, unique, python)
+                                 failed, unique, python, memo)
         except Exception as exc:    # one file's failure is its error line; the others are listed
             if os.environ.get("OCCLINT_DEBUG"):
                 raise

@@ -89,8 +89,9 @@ class Env:
         self.fmacros: dict[bytes, list[tuple[tuple[bytes, ...], bytes]]] = {}
         self.globals: dict[bytes, list[tuple[str, object]]] = {}    # name -> (qualname, value node)
         self.enums: dict[bytes, list[tuple[list, int]]] = {}        # name -> (enumerators, index)
-        # (scope, name) -> Local or None; set by occlint.source.context (found on demand)
-        self.local: Callable[[int | None, bytes], Local | None] = lambda scope, name: None
+        # (scope, name, the node naming it or None) -> Local or None; set by
+        # occlint.source.context (found on demand)
+        self.local: Callable[..., Local | None] = lambda scope, name, at=None: None
         # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
         self.dim3_of: Callable | None = None
         self.structs: dict[str, tuple[int, int]] = {}
@@ -155,7 +156,7 @@ class Env:
             return self.value(inner[-1], scope, bind) if inner else None
         if t in ("identifier", "qualified_identifier", "field_identifier",
                  "namespace_identifier", "type_identifier"):
-            return self.name_value(b"".join(node.text.split()), scope, bind)
+            return self.name_value(b"".join(node.text.split()), scope, bind, node)
         if t == "binary_expression":
             return self._binary(node, scope, bind)
         if t == "unary_expression":
@@ -259,7 +260,7 @@ class Env:
                 self._active.discard(("f", name))
         return None
 
-    def name_value(self, name: bytes, scope: int | None, bind) -> int | None:
+    def name_value(self, name: bytes, scope: int | None, bind, at=None) -> int | None:
         if name in bind:
             v = bind[name]
             return v if isinstance(v, int) else None
@@ -279,7 +280,7 @@ class Env:
             return None
         plain = name.rsplit(b"::", 1)[-1]
         if scope is not None and plain == name:
-            local = self.local(scope, name)
+            local = self.local(scope, name, at)
             if local is not None:
                 return self._local(name, local, scope, bind)
         key = ("g", name)

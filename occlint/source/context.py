@@ -330,22 +330,65 @@ class Context:
 
     # --- locals, on demand -----------------------------------------------------------------------
 
-    def local(self, scope: int | None, name: bytes) -> Local | None:
-        """How the function starting at `scope` declares and writes `name` (None: it does not)."""
+    def local(self, scope: int | None, name: bytes, at=None) -> Local | None:
+        """How the function starting at `scope` declares and writes `name` (None: it does not).
+        `at`: the node naming it, when the function declares the name more than once (in two
+        branches): then the declaration visible there, and the uses in its block."""
         key = (scope, name)
         if key not in self._locals:
             fn = self._func_by_start.get(scope) if scope is not None else None
-            self._locals[key] = self._find_local(fn, name) if fn is not None else None
+            self._locals[key] = self._find_local(fn, fn, name) if fn is not None else None
+        local = self._locals[key]
+        if at is None or local is None or len(local.decls) < 2:
+            return local
+        return self._visible(scope, name, local, at)
+
+    def _visible(self, scope: int, name: bytes, local: Local, at) -> Local:
+        """`local` narrowed to the declaration C++ scoping gives the use `at`: the innermost
+        block around `at` that declares `name` before it. Uses anywhere in that block count
+        (a shadowing declaration inside it only makes the answer unknown)."""
+        found = self.tree.root_node.descendant_for_byte_range(at.start_byte, at.end_byte)
+        if found is None or found != at:        # a macro body's node, not this file's
+            return local
+        blocks = []
+        for decl in local.decls:
+            block = decl[1].parent
+            while block is not None and block.type not in _BLOCKS:
+                block = block.parent
+            if block is not None:
+                blocks.append((decl, block))
+        best = None
+        for decl, block in blocks:
+            if decl[1].start_byte < at.start_byte and \
+                    block.start_byte <= at.start_byte < block.end_byte and \
+                    (best is None or block.start_byte > best[1].start_byte):
+                best = (decl, block)
+        if best is None:
+            return local
+        decl, block = best
+        key = (scope, name, block.start_byte)
+        if key not in self._locals:
+            # the name's uses in the block, less those of a declaration nested in it
+            inner = [(d[1].start_byte, b.end_byte) for d, b in blocks
+                     if b.start_byte > block.start_byte and b.end_byte <= block.end_byte]
+            fn = self._func_by_start[scope]
+            narrowed = self._find_local(fn, block, name, inner) or Local()
+            narrowed.decls = [decl]
+            self._locals[key] = narrowed
         return self._locals[key]
 
-    def _find_local(self, fn, name: bytes) -> Local | None:
+    def _find_local(self, fn, within, name: bytes, skip=()) -> Local | None:
+        """The uses of `name` in `within` (function `fn`, or a block of it), but for those in
+        the byte ranges `skip`."""
         local = Local()
         if name in self._template_names(fn):       # a template parameter: unknown here
             local.decls.append((b"", fn))
             return local
         end = len(name)
-        for start in word_starts(self.data, name, fn.start_byte, fn.end_byte):
-            node = fn.descendant_for_byte_range(start, start + end)
+        for start in word_starts(self.data, name, within.start_byte, within.end_byte):
+            if any(lo <= start < hi for lo, hi in skip):
+                continue
+            node = within.descendant_for_byte_range(start, start + end)
             if node is None or node.start_byte != start or node.end_byte != start + end or \
                     node.type != "identifier":
                 continue                       # in a comment, a string, or a longer token
@@ -596,6 +639,12 @@ def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
         if refs:
             out.setdefault(ident.text.rsplit(b"::", 1)[-1].strip(), set()).update(refs)
     return out
+
+
+# the nodes a declaration inside a function is scoped to
+_BLOCKS = frozenset(("compound_statement", "for_statement", "for_range_loop", "if_statement",
+                     "while_statement", "switch_statement", "catch_clause", "lambda_expression",
+                     "function_definition"))
 
 
 def _classify_use(node, local: Local) -> None:
