@@ -553,8 +553,10 @@ def _word_pattern(word: bytes) -> re.Pattern:
 def _header_test(key, kind: int):
     """test(header text) -> could that header have `key` in its own table `kind`? Every key is a
     name node's text, so it is written there as it stands; a plain name as a whole word outside
-    the comments, and a constant's or an enumerator's name followed by what can follow it in its
-    definition (`=`, `{`, `(`, `[`, `,`, `}`, `:`, `#`, `__attribute__`), not by a type's use."""
+    the comments, followed by what can follow it where it is defined, not where it is used: a
+    constant's initializer (`=`, `{`, `[`, `__attribute__`); a type's body or typedef (`{`, `:`,
+    `;`, `[`, `=`, `final`); an enumerator inside the braces of an `enum`. A function's
+    parameter `int n,`, a call `f(` and a template's `T` in `sizeof(T)` parse no header."""
     name = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else key
     if not name.isascii():
         return lambda data: True    # the header's bytes may differ (undecodable ones replaced)
@@ -565,9 +567,10 @@ def _header_test(key, kind: int):
         if not _mentions(data, name):
             return False
         code = _code_of(data)
-        if kind == 2:
-            return has_word(code, name)
-        return any(_DEFINED_BY.match(code, i + len(name)) for i in _whole(code, name))
+        if kind == 1:
+            return any(has_word(body, name) for body in _enum_bodies(code))
+        after = _DEFINED_BY[kind]
+        return any(after.match(code, i + len(name)) for i in _whole(code, name))
     return test
 
 
@@ -607,7 +610,22 @@ def _code_of(data: bytes) -> bytes:
 
 
 # what follows a constant's or an enumerator's name where it is defined (_header_test)
-_DEFINED_BY = re.compile(rb"\s*(?:[=({\[,}:#]|__attribute__)")
+# what follows a name where table 0 (globals) or 2 (types) defines it
+_DEFINED_BY = (re.compile(rb"\s*(?:[={\[]|__attribute__)"), None,
+               re.compile(rb"\s*(?:[{:;\[=]|final\b)"))
+_ENUM_BODY = re.compile(rb"\benum\b[^{;]*\{([^}]*)\}")
+_ENUM_BODIES: dict[bytes, list[bytes]] = {}
+
+
+def _enum_bodies(code: bytes) -> list[bytes]:
+    """The texts between the braces of each `enum ... { ... }` (remembered per text)."""
+    got = _ENUM_BODIES.get(code)
+    if got is None:
+        if len(_ENUM_BODIES) > 2048:
+            _ENUM_BODIES.clear()
+        got = _ENUM_BODIES[code] = [m.group(1) for m in _ENUM_BODY.finditer(code)] \
+            if b"enum" in code else []
+    return got
 
 
 _DECLARATORS = {"pointer_declarator", "array_declarator", "reference_declarator",
