@@ -98,6 +98,7 @@ class Env:
         self._active: set = set()
         self._memo: dict = {}
         self._depth = 0
+        self._cut = 0       # evaluations cut short by MAX_DEPTH (their None is not remembered)
 
     # --- definitions ---------------------------------------------------------------------------
 
@@ -136,7 +137,10 @@ class Env:
 
     def value(self, node, scope: int | None = None,
               bind: Mapping[bytes, int | str] | None = None) -> int | None:
-        if node is None or self._depth > MAX_DEPTH:
+        if node is None:
+            return None
+        if self._depth > MAX_DEPTH:
+            self._cut += 1
             return None
         self._depth += 1
         try:
@@ -305,15 +309,23 @@ class Env:
         key = ("l", scope, name)
         if key in self._active or decl.type != "init_declarator":
             return None
+        memo = ("lv", id(local)) if not bind else None   # a Local lives as long as its Context
+        if memo in self._memo:
+            return self._memo[memo]
         self._active.add(key)
+        cut = self._cut
         try:
             value = decl.child_by_field_name("value")
             if value is not None and value.type in ("initializer_list", "argument_list"):
-                return self.value(value.named_children[0], scope, bind) \
+                got = self.value(value.named_children[0], scope, bind) \
                     if value.named_child_count == 1 else None
-            return self.value(value, scope, bind)
+            else:
+                got = self.value(value, scope, bind)
         finally:
             self._active.discard(key)
+        if memo is not None and self._cut == cut and not self._active - {key}:
+            self._memo[memo] = got
+        return got
 
     def _global(self, name, plain):
         found = set()
