@@ -1,5 +1,3 @@
-import sys
+from occlint.cli import run
 
-from occlint.cli import main
-
-sys.exit(main())
+run()

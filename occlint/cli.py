@@ -98,6 +98,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def run() -> None:
+    """The `occlint` command (and `python -m occlint`): `main`, then an exit that skips the
+    interpreter's teardown (freeing every parsed tree and module: 40-50 ms after a listing of
+    a large project) once the output is flushed and the exit handlers have run. With a
+    non-daemon thread still alive, the ordinary exit (which joins it)."""
+    import atexit
+    import threading
+
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):      # a reader that went away, a closed stream
+        pass
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
+           if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 def _interrupted() -> int:
     """130, a Ctrl-C's exit code (`process.interrupt_handled` first)."""
     from occlint.process import interrupt_handled
