@@ -596,7 +596,8 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
     by_launch = _launch_sites(facts)
     for kf in facts.kernels:
         for launch in kf.launches:
-            if launch.block.total != 1024 or launch.runtime_block or serial(launch):
+            if launch.block.total != 1024 or launch.runtime_block or serial(launch) or \
+                    launch.dispatch:
                 continue
             sites = by_launch.get(launch.span.start, [])
             if any(s.unlaunchable or s.exceeds_bounds for s in sites):
@@ -651,7 +652,8 @@ def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
         for launch in kf.launches:
             total = launch.block.total
-            if total is None or total % 32 == 0 or launch.runtime_block or total > 1024 or serial(launch):
+            if total is None or total % 32 == 0 or launch.runtime_block or total > 1024 or \
+                    serial(launch) or launch.dispatch:
                 continue
             up = (total + 31) // 32 * 32
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "block": total,

@@ -490,7 +490,9 @@ def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
         if site.dynamic_smem == 0 and static_decls and (site.launch is None or site.facts.oversized):
             return "OCC020"
         return "OCC002"
-    return None if site.basis == "best" else "OCC003"    # no block-size advice at a size nobody chose
+    if site.basis == "best" or (site.launch is not None and site.launch.dispatch):
+        return None     # no block-size advice at a size nobody chose, or at one case of a dispatch
+    return "OCC003"
 
 
 BLOCK_NAMES_WINDOW = 64 << 10      # how far before a launch its block's names are looked for

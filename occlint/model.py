@@ -142,6 +142,7 @@ class Launch:
     # every (block total, dynamic smem bytes) pair the launch may take; () otherwise
     choices: tuple[tuple[int, int], ...] = ()
     sweep: bool = False       # the choices walk a constant array of 3+ block sizes (a benchmark)
+    dispatch: bool = False    # the block is one `case` of a `switch` on it (a size dispatch)
 
 
 @dataclass(frozen=True)

@@ -623,3 +623,36 @@ def test_a_small_grid_with_no_occupancy_does_not_make_up_blocks_per_sm():
     (f,) = [f for f in lint_source(text, "r.cu", [Usage(kernel="k", arch="sm_90", registers=16)],
                                    Config(arch=("sm_90",))) if f.code == "OCC033"]
     assert "1 x 132" not in f.message and "the blocks each SM holds x 132 SMs" in f.message, f.message
+
+
+DISPATCH = """\
+template <unsigned N> __global__ void reduce(float* out) { out[threadIdx.x] = N; }
+void run(float* out, int threads, int blocks) {
+    switch (threads) {
+    case 1024: reduce<1024><<<blocks, threads>>>(out); break;
+    case 512: reduce<512><<<blocks, threads>>>(out); break;
+    case 64: reduce<64><<<blocks, threads>>>(out); break;
+    case 16: reduce<16><<<blocks, threads>>>(out); break;
+    case 1: reduce<1><<<blocks, threads>>>(out); break;
+    }
+}
+"""
+
+
+def test_a_size_dispatch_has_block_sizes_but_no_block_size_advice():
+    # cuda-samples' reduction and threadFenceReduction: reading `threads` in each `case` gave
+    # 117 launches a block size, and 77 findings (OCC031 at 1..16 threads, OCC003 at small
+    # cases, OCC030 at `case 1024`) about sizes the caller picks at run time
+    from occlint.source import parse
+
+    sf = parse(DISPATCH, "d.cu")
+    assert [la.block.x for la in sf.launches] == [1024, 512, 64, 16, 1]
+    assert all(la.dispatch for la in sf.launches)
+    usage = [Usage(kernel="reduce", arch="sm_86", registers=16, template_args=(str(n),))
+             for n in (1024, 512, 64, 16, 1)]
+    findings = lint_source(DISPATCH, "d.cu", usage, Config(arch=("sm_86",)))
+    assert not [f for f in findings if f.code in ("OCC003", "OCC030", "OCC031")], \
+        [f.message for f in findings]
+    plain = DISPATCH.replace("<<<blocks, threads>>>", "<<<blocks, 16>>>", 4)   # written sizes
+    assert {f.code for f in lint_source(plain, "d.cu", usage, Config(arch=("sm_86",)))} >= \
+        {"OCC031"}

@@ -319,6 +319,27 @@ def test_a_local_declared_in_two_branches_is_read_where_each_is_visible():
     assert got == [(256, (128,)), (64, (64,)), (None, (None,)), (None, (8,))]
 
 
+def test_a_launch_in_a_case_of_a_switch_on_its_block_size_has_that_size():
+    # cuda-samples' reduction: `dim3 dimBlock(threads, 1, 1); switch (threads) { case 512:
+    # reduce4<T, 512><<<dimGrid, dimBlock, smemSize>>>` (117 launches of cuda-samples and ggml
+    # had no block); a local computed from it (`smem`) takes each case's value, not the first's
+    text = ("template <int N> __global__ void k(float *p) {}\n"
+            "void run(float *p, int threads, int which) {\n"
+            "  dim3 block(threads, 1, 1);\n  int smem = threads * sizeof(float);\n"
+            "  switch (which) {\n  case 4:\n    switch (threads) {\n    case 512:\n"
+            "      k<512><<<1, block, smem>>>(p);\n      break;\n    case 256: {\n"
+            "      k<256><<<1, block, smem>>>(p);\n      break;\n    }\n"
+            "    case 128:\n    case 64:\n      k<64><<<1, threads>>>(p);\n      break;\n"
+            "    default:\n      k<1><<<1, threads>>>(p);\n    }\n    break;\n  }\n"
+            "  k<2><<<1, threads>>>(p);\n}\n"
+            "void run2(float *p, int threads) {\n  switch (threads) {\n"
+            "  case 32: threads = 64;\n  case 16: k<3><<<1, threads>>>(p);\n  }\n}\n")
+    got = [(la.block.x, la.dynamic_smem) for la in parse(text).launches]
+    # 128 falls through to 64 (either), default and after the switch: unknown; a written
+    # `threads` is never narrowed
+    assert got == [(512, 2048), (256, 1024), (None, 0), (None, 0), (None, 0), (None, 0)]
+
+
 def test_a_branch_local_written_in_its_block_stays_unknown():
     text = ("__global__ void k() {}\nvoid run(int m) {\n  if (m) {\n    int t = 128;\n"
             "    t += m;\n    k<<<1, t>>>();\n  } else {\n    int t = 64;\n    k<<<1, t>>>();\n"

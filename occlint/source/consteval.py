@@ -92,6 +92,11 @@ class Env:
         # (scope, name, the node naming it or None) -> Local or None; set by
         # occlint.source.context (found on demand)
         self.local: Callable[..., Local | None] = lambda scope, name, at=None: None
+        # (scope, name, site) -> the value a `case` of `switch (name)` around `site` gives it;
+        # set by occlint.source.context; `site`: the launch being read (set by launches)
+        self.switch_value: Callable[..., int | None] = lambda scope, name, site: None
+        self.site = None
+        self._narrowed = 0      # values that came from `site` (not remembered)
         # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
         self.dim3_of: Callable | None = None
         self.structs: dict[str, tuple[int, int]] = {}
@@ -273,16 +278,25 @@ class Env:
             if len(bodies) != 1 or ("m", name) in self._active:
                 return None
             key = (name, scope)
-            if key not in self._memo:
-                self._active.add(("m", name))
-                try:
-                    self._memo[key] = self.value(self.snippet(bodies[0])[1], scope, {})
-                finally:
-                    self._active.discard(("m", name))
-            return self._memo[key]
+            if key in self._memo:
+                return self._memo[key]
+            self._active.add(("m", name))
+            narrowed = self._narrowed
+            try:
+                got = self.value(self.snippet(bodies[0])[1], scope, {})
+            finally:
+                self._active.discard(("m", name))
+            if self._narrowed == narrowed:
+                self._memo[key] = got
+            return got
         if name in self.fmacros:
             return None
         plain = name.rsplit(b"::", 1)[-1]
+        if scope is not None and plain == name and self.site is not None:
+            v = self.switch_value(scope, name, self.site)
+            if v is not None:
+                self._narrowed += 1
+                return v
         if scope is not None and plain == name:
             local = self.local(scope, name, at)
             if local is not None:
@@ -313,7 +327,7 @@ class Env:
         if memo in self._memo:
             return self._memo[memo]
         self._active.add(key)
-        cut = self._cut
+        cut, narrowed = self._cut, self._narrowed
         try:
             value = decl.child_by_field_name("value")
             if value is not None and value.type in ("initializer_list", "argument_list"):
@@ -323,7 +337,8 @@ class Env:
                 got = self.value(value, scope, bind)
         finally:
             self._active.discard(key)
-        if memo is not None and self._cut == cut and not self._active - {key}:
+        if memo is not None and self._cut == cut and self._narrowed == narrowed and \
+                not self._active - {key}:
             self._memo[memo] = got
         return got
 

@@ -164,8 +164,10 @@ class Context:
         self.funcs = funcs
         self.env = Env()
         self.env.local = self.local
+        self.env.switch_value = self.switch_value
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
+        self._cases: dict = {}              # a launch's span -> _site_cases
         self._tnames: dict[int, set[bytes]] = {}
         self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
         self._func_by_start = {f[0]: f[2] for f in funcs}
@@ -342,6 +344,47 @@ class Context:
         if at is None or local is None or len(local.decls) < 2:
             return local
         return self._visible(scope, name, local, at)
+
+    def switch_value(self, scope: int, name: bytes, site) -> int | None:
+        """The value `name` has at `site` because `site` is in a `case C:` of `switch (name)`
+        that only its label enters (the case before it ends in break, return, continue, throw
+        or goto), in the function starting at `scope`, which never writes `name`: cuda-samples'
+        `switch (threads) { case 512: reduce4<T, 512><<<grid, dimBlock>>>` with `dim3
+        dimBlock(threads, 1, 1)`. None otherwise."""
+        case = self._site_cases(scope, site).get(name)
+        if case is None:
+            return None
+        local = self.local(scope, name)
+        if local is None or local.written:
+            return None
+        value = case.child_by_field_name("value")
+        before = case.prev_named_sibling
+        while before is not None and before.type == "comment":
+            before = before.prev_named_sibling
+        if value is None or (before is not None and not _ends_in_jump(before)):
+            return None         # `default:`, or entered from the case before it as well
+        return self.env.value(value, None)
+
+    def _site_cases(self, scope: int, site) -> dict:
+        """name -> the innermost `case` around `site` of a `switch (name)` (remembered)."""
+        key = (site.start_byte, site.end_byte)
+        got = self._cases.get(key)
+        if got is None:
+            got = self._cases[key] = {}
+            fn = self._func_by_start.get(scope)
+            if fn is not None and fn.start_byte <= site.start_byte < fn.end_byte and \
+                    b"switch" in self.data[fn.start_byte:site.start_byte]:
+                for p in reversed(ancestors(fn, site)):
+                    if p.type == "lambda_expression":
+                        break
+                    switch = p.parent.parent if p.type == "case_statement" else None
+                    if switch is None or switch.type != "switch_statement":
+                        continue
+                    cond = switch.child_by_field_name("condition")
+                    inner = cond.named_children if cond is not None else []
+                    if len(inner) == 1 and inner[0].type == "identifier":
+                        got.setdefault(inner[0].text, p)
+        return got
 
     def _visible(self, scope: int, name: bytes, local: Local, at) -> Local:
         """`local` narrowed to the declaration C++ scoping gives the use `at`: the innermost
@@ -657,6 +700,23 @@ def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
         if refs:
             out.setdefault(ident.text.rsplit(b"::", 1)[-1].strip(), set()).update(refs)
     return out
+
+
+_JUMPS = frozenset(("break_statement", "return_statement", "continue_statement",
+                    "goto_statement", "throw_statement"))
+
+
+def _ends_in_jump(case) -> bool:
+    """A case's last statement (inside a trailing block too) leaves it: no fall-through."""
+    last = case
+    while last is not None and last.type in ("case_statement", "compound_statement"):
+        kids = [c for c in last.named_children if c.type != "comment"]
+        if last.type == "case_statement":
+            kids = kids[1:] if kids and kids[0] == last.child_by_field_name("value") else kids
+        last = kids[-1] if kids else None
+    return last is not None and (last.type in _JUMPS or (
+        last.type == "expression_statement" and last.named_child_count == 1
+        and last.named_children[0].type == "throw_expression"))
 
 
 # the nodes a declaration inside a function is scoped to

@@ -208,8 +208,19 @@ class LaunchReader:
         if name is None:
             return None
         scope = ctx.scope_of(call.start_byte)
+        self.env.site = call            # `case 512:` of `switch (threads)` around it
+        try:
+            return self._launch(ctx, tx, name, targs, scope, call, grid, block, smem, stream,
+                                kind, config, args)
+        finally:
+            self.env.site = None
+
+    def _launch(self, ctx, tx, name, targs, scope, call, grid, block, smem, stream, kind,
+                config, args) -> Launch:
         runtime = self.is_runtime(block, scope)
+        narrowed = self.env._narrowed
         b = self.dim3(block, scope)
+        dispatch = self.env._narrowed != narrowed
         if runtime:
             b = Dim3(None, None, None, b.text)
         dyn = self.smem(smem, scope)
@@ -228,6 +239,7 @@ class LaunchReader:
             arg_spans=tuple(tx.node_span(a) for a in args),
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
             choices=choices, sweep="array" in trace and len({c[0] for c in choices}) >= 3,
+            dispatch=dispatch,
         )
 
     def chevrons(self) -> list[Launch]:
