@@ -252,3 +252,26 @@ def test_kernels_matches_a_launch_to_its_instantiation_of_a_header_kernel(tmp_pa
     got = [(r["block"], r["occupancy"]["sm_90"]["static_smem"], r["occupancy"]["sm_90"]["registers"])
            for r in recs if r["kind"] == "launch"]
     assert got == [(128, 4096, figures[4096]), (64, 2048, figures[2048])]
+
+
+def test_a_unit_whose_compile_failed_borrows_no_other_units_figures(tmp_path, nvcc_path):
+    # ParRes/Kernels' transpose-*-nccl units (mpi.h missing) listed with units that compile:
+    # a launch of a kernel the failed unit's own header defines took another unit's
+    # same-named kernel's figures ("62.5%, limited by shared memory": that one has 40 KiB of
+    # shared memory, this one none) or said "defined in a file not listed"
+    (tmp_path / "kern.h").write_text(
+        "__global__ void simple(const double *A, double *B) { B[threadIdx.x] = A[threadIdx.x]; }\n")
+    (tmp_path / "fails.cu").write_text(
+        '#include "missing_library_header.h"\n#include "kern.h"\n'
+        "void run(const double *A, double *B) { simple<<<8, 256>>>(A, B); }\n")
+    (tmp_path / "other.cu").write_text(
+        "__global__ void simple(const double *A, double *B) {\n"
+        "  __shared__ double big[32][160];\n  big[threadIdx.y][threadIdx.x] = A[threadIdx.x];\n"
+        "  __syncthreads();\n  B[threadIdx.x] = big[31 - threadIdx.y][threadIdx.x];\n}\n"
+        "void run3(const double *A, double *B) { simple<<<8, 256>>>(A, B); }\n")
+    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "fails.cu",
+                               "other.cu", cwd=tmp_path).stdout)
+    launch = {r["path"]: r for r in recs if r["kind"] == "launch"}
+    assert not launch["fails.cu"].get("occupancy")
+    assert launch["fails.cu"]["no_occupancy"].startswith("nvcc failed on this file")
+    assert launch["other.cu"]["occupancy"]["sm_90"]["limiter"] == "shared_memory"

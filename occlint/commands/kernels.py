@@ -516,17 +516,20 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     sf = parse(texts[path], path, views.get(path))
     recs = records(sf)
     mine = usage_of(path, report.usages, report, all_usage) if report is not None else []
-    if report is not None:      # a kernel of another unit (-rdc), when its name is that unit's alone
-        own = {u.kernel.split("::")[-1] for u in mine}
+    failed_here = report is not None and os.path.realpath(path) in failed
+    headers = _defining_headers(sf, path, report, texts, memo) if report is not None else []
+    if report is not None and not failed_here:
+        # a kernel of another unit (-rdc), when its name is that unit's alone and neither this
+        # file nor its headers define one (a unit whose compile failed borrows nothing)
+        own = {u.kernel.split("::")[-1] for u in mine} | {
+            k.name for f in (sf, *headers) for k in f.kernels if k.is_definition}
         launched = {ln.callee.split("::")[-1] for ln in sf.launches} - own
         mine = mine + [u for name in sorted(launched) for u in unique.get(name, ())]
     if mine:
-        add_compiler_figures(recs, sf, mine, config, archs,
-                             _defining_headers(sf, path, report, texts, memo))
+        add_compiler_figures(recs, sf, mine, config, archs, headers)
     measured = {u.kernel.split("::")[-1] for u in mine}
     bounds = _bounds(recs)
-    unmeasured = NOT_COMPILED if report is None else COMPILE_FAILED \
-        if os.path.realpath(path) in failed else NO_FIGURES
+    unmeasured = NOT_COMPILED if report is None else COMPILE_FAILED if failed_here else NO_FIGURES
     pointers = _pointer_callees(sf)
     for r in recs:
         if r["kind"] == "launch":
