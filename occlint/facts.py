@@ -237,6 +237,11 @@ def _kernel_facts(k: Kernel, origin: SourceFile, here: bool, usage: link.Usages)
                        launches=[], usages=by_arch, origin=origin)
 
 
+def _key(k: Kernel) -> tuple[str, int]:
+    """A kernel's identity among a file's: its qualified name and, for overloads, its arity."""
+    return k.qualname, len(k.params)
+
+
 def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
                 compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
     """What the checks read. `project`: the other parsed files of the run (headers, other
@@ -244,11 +249,11 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
     from occlint.project import Project
     usage = usage if isinstance(usage, link.Usages) else link.Usages(usage)
     project = project if isinstance(project, Project) else Project(project)
-    kernels: dict[str, KernelFacts] = {}
+    kernels: dict[tuple[str, int], KernelFacts] = {}
     for k in sf.kernels:
-        known = kernels.get(k.qualname)
+        known = kernels.get(_key(k))
         if known is None or (k.is_definition and not known.here):
-            kernels[k.qualname] = _kernel_facts(k, sf, k.is_definition and k.path == sf.path, usage)
+            kernels[_key(k)] = _kernel_facts(k, sf, k.is_definition and k.path == sf.path, usage)
     for launch in sf.launches:
         k, origin = link.find_kernel(sf, launch), sf
         if k is None or not k.is_definition:
@@ -261,9 +266,9 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
             name = launch.callee.split("::")[-1]
             k = Kernel(name=name, qualname=launch.callee, path=sf.path, span=launch.span,
                        decl_span=launch.span, is_definition=False)
-        kf = kernels.get(k.qualname)
+        kf = kernels.get(_key(k))
         if kf is None or (origin is not sf and not kf.here and kf.origin is sf):
-            kf = kernels[k.qualname] = _kernel_facts(k, origin, False, usage)
+            kf = kernels[_key(k)] = _kernel_facts(k, origin, False, usage)
         kf.launches.append(launch)
     for kf in kernels.values():
         if kf.here:

@@ -54,6 +54,13 @@ def kernel_key(qualname: str) -> str:
     return normalize_qualname(qualname)
 
 
+def param_count(mangled: str) -> int | None:
+    """How many parameters the function nvcc compiled takes (from its demangled signature), or
+    None when its name has none (`extern "C"`, not demangled)."""
+    from occlint.toolchain.demangle import param_count as count
+    return count(mangled)
+
+
 def _last(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 
@@ -73,16 +80,22 @@ class Kernels:
             for i in range(1, len(parts)):
                 self.suffix.setdefault("::".join(parts[i:]), []).append(k)
 
-    def find(self, callee: str) -> Kernel | None:
+    def find(self, callee: str, argc: int | None = None) -> Kernel | None:
         """The kernel a callee names: an exact qualified match, else the one kernel whose qualified
         name ends with it (`k` -> `ns::k`); None when absent or ambiguous. A definition is
-        preferred to a prototype of the same name."""
+        preferred to a prototype of the same name; of overloads (`init(int, double*)` and
+        `init(int, double*, double*)`), the one taking `argc` arguments."""
         name = callee_name(callee)
         if not name:
             return None
         found = self.exact.get(name) or self.suffix.get(name)
         if not found or len({k.qualname for k in found}) > 1:
             return None
+        if argc is not None and len({len(k.params) for k in found}) > 1:
+            fits = [k for k in found if len(k.params) == argc]
+            if len({k.span for k in fits if k.is_definition}) > 1 or not fits:
+                return None
+            found = fits
         return next((k for k in found if k.is_definition), found[0])
 
 
@@ -119,7 +132,7 @@ def find_kernel(sf_or_kernels: SourceFile | Iterable[Kernel],
     """The kernel of `sf` (or of a list of kernels) that a launch, attribute call or name calls."""
     index = links(sf_or_kernels).kernels if isinstance(sf_or_kernels, SourceFile) else Kernels(sf_or_kernels)
     if isinstance(launch_or_name, Launch):
-        return index.find(launch_or_name.callee)
+        return index.find(launch_or_name.callee, launch_or_name.argc)
     if isinstance(launch_or_name, AttributeCall):
         return index.find(launch_or_name.kernel)
     return index.find(launch_or_name)
@@ -156,7 +169,13 @@ class Usages:
         """Every instantiation, on every arch, of this source kernel."""
         if kernel.extern_c:
             return list(self.by_name.get(kernel.name, ()))
-        return list(self.by_key.get(kernel_key(kernel.qualname), ()))
+        found = self.by_key.get(kernel_key(kernel.qualname), ())
+        counts = {param_count(u.mangled) for u in found}
+        if len(counts) > 1 and kernel.params and not any("..." in p for p in kernel.params):
+            # overloads: the ones taking its parameters
+            mine = [u for u in found if param_count(u.mangled) == len(kernel.params)]
+            return mine or list(found)              # (a parameter pack: every one)
+        return list(found)
 
 
 def match_usage(kernel: Kernel, usages: Iterable[Usage] | Usages) -> list[Usage]:

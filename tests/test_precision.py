@@ -656,3 +656,34 @@ def test_a_size_dispatch_has_block_sizes_but_no_block_size_advice():
     plain = DISPATCH.replace("<<<blocks, threads>>>", "<<<blocks, 16>>>", 4)   # written sizes
     assert {f.code for f in lint_source(plain, "d.cu", usage, Config(arch=("sm_86",)))} >= \
         {"OCC031"}
+
+
+OVERLOADS = """\
+template <int N> __global__ void k(const float* in, float* out) { out[threadIdx.x] = in[0]; }
+template <int N> __global__ void k(const float* in, float* out, int scale) { out[0] = scale; }
+__global__ void init(int n, double* c) { c[n] = 0; }
+__global__ void init(int n, double* a, double* b, double* c) { a[n] = b[n] = c[n]; }
+void light(const float* in, float* out) { k<28><<<1000, 256>>>(in, out); }
+void heavy(const float* in, float* out) { k<28><<<1000, 256>>>(in, out, 2); }
+void fill(double* a, double* c) { init<<<1000, 1024>>>(8, c); init<<<1000, 1024>>>(8, a, a, c); }
+"""
+
+
+def test_overloaded_kernels_each_get_their_own_figures():
+    # multi-gpu-programming-models' two jacobi_kernel<32, 32> overloads, ParRes/Kernels' two
+    # `init`s: each definition listed both overloads' figures, a launch got the other's (OCC001
+    # at the light launch, its fix on the light overload) or none ("could not be matched")
+    usage = [Usage(kernel="k", arch="sm_90", registers=10, template_args=("28",),
+                   mangled="_Z1kILi28EEvPKfPf"),
+             Usage(kernel="k", arch="sm_90", registers=74, template_args=("28",),
+                   mangled="_Z1kILi28EEvPKfPfi"),
+             Usage(kernel="init", arch="sm_90", registers=8, mangled="_Z4initiPd"),
+             Usage(kernel="init", arch="sm_90", registers=72, mangled="_Z4initiPdS_S_")]
+    findings = lint_source(OVERLOADS, "o.cu", usage, Config(arch=("sm_90",)))
+    got = sorted((f.code, f.span.line) for f in findings)
+    assert ("OCC001", 6) in got and ("OCC001", 5) not in got, got
+    fix = next(f for f in findings if f.code == "OCC001" and f.span.line == 6).fix
+    assert fix is not None and all(e.span.line == 2 for e in fix.edits)
+    # the 1024-thread launch of the 72-register `init` cannot launch; the 8-register one can
+    fails = [f for f in findings if f.code == "OCC034"]
+    assert [f.span.line for f in fails] == [7] and "72 registers" in fails[0].message

@@ -76,6 +76,12 @@ def callee_parts(node) -> tuple[str | None, list]:
     return None, []
 
 
+def _argc(call) -> int | None:
+    """How many arguments a chevron launch passes the kernel."""
+    args = call.child_by_field_name("arguments")
+    return None if args is None else sum(1 for a in args.named_children if a.type != "comment")
+
+
 class LaunchReader:
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -239,7 +245,7 @@ class LaunchReader:
             arg_spans=tuple(tx.node_span(a) for a in args),
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
             choices=choices, sweep="array" in trace and len({c[0] for c in choices}) >= 3,
-            dispatch=dispatch,
+            dispatch=dispatch, argc=_argc(call) if kind == "chevron" else None,
         )
 
     def chevrons(self) -> list[Launch]:

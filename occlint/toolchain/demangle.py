@@ -113,6 +113,17 @@ def _plain_arg(arg: str) -> str:
 
 
 @lru_cache(maxsize=4096)
+def param_count(mangled: str) -> int | None:
+    """`_Z4initiPd` (init(int, double*)) -> 2; None for a name that is not mangled."""
+    text = demangle(mangled)
+    if not mangled.startswith(("_Z", "__nv_static")) or not text.endswith(")"):
+        return None
+    start = _matching_open(text, len(text) - 1, "(", ")")
+    inner = text[start + 1:-1].strip() if start >= 0 else ""
+    return 0 if inner in ("", "void") else len(_split_top(inner, ","))
+
+
+@lru_cache(maxsize=4096)
 def split_name(mangled: str) -> tuple[str, tuple[str, ...]]:
     """`_ZN2ns6reduceILi256EfEEvPKT0_PS1_i` -> ("ns::reduce", ("256", "float"))."""
     text = demangle(mangled).replace(_ANON, _ANON_MARK)
