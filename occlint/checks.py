@@ -759,7 +759,7 @@ def unlaunchable_configuration(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if not site.unlaunchable or site.exceeds_bounds or site.launch is None:
             continue
-        key = (site.launch.span.start, site.unlaunchable, site.block, site.dynamic_smem)
+        key = (site.launch.span.start, site.unlaunchable, site.block, site.dynamic_smem, site.label)
         if key in seen:
             continue
         seen.add(key)

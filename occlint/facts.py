@@ -215,7 +215,9 @@ def attributes_for(facts: Facts, k: Kernel) -> list:
 
 
 def usage_for(kf: KernelFacts, arch: str, launch: Launch | None) -> Usage | None:
-    return link.instantiation(kf.usages.get(arch, []), kf.kernel, launch)
+    """The one instantiation a launch runs on `arch` (None: not known, or several)."""
+    found = link.instantiations(kf.usages.get(arch, []), kf.kernel, launch)
+    return found[0] if len(found) == 1 else None
 
 
 def _global_cap(config) -> int | None:
@@ -370,23 +372,28 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
                 known_blocks.append(launch.block.total)
             continue
         evaluated = True
-        bounds, shared = specialize_kernel(origin, k, launch_args(launch))
-        u = usage_for(kf, arch, launch)
-        eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
-        bounds = eff.launch_bounds()
         unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
                              for a in attrs)
-        static = u.static_smem if u else static_total(kf, shared)
-        for block, dyn in configs:
-            # an opt-in below the launch's need is OCC022's finding; evaluate as if it were enough
-            max_dyn = opt_in if opt_in is not None and opt_in >= dyn else None
-            site = Site(kf, arch, block, dyn, launch, u, static, bounds,
-                        launch_arg(launch, 1), instance_label(k, launch.template_args),
-                        max_dynamic_smem=max_dyn, carveout=carveout, bounds_from_cubin=eff.from_cubin,
-                        text=facts.text)
-            site.needs_opt_in = (dyn > 0 and static + dyn > STATIC_SMEM_LIMIT
-                                 and max_dyn is None and not unknown_opt_in)
-            yield _evaluate(site)
+        # the instantiation it runs; of a launch whose template arguments are partly unknown
+        # here (`k<T, 256>` in `template <class T> void run()`), each one it may run
+        found = link.instantiations(kf.usages.get(arch, []), k, launch)
+        for u in found or [None]:
+            args = launch_args(launch) if len(found) < 2 else tuple(
+                literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
+            bounds, shared = specialize_kernel(origin, k, args)
+            eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
+            bounds = eff.launch_bounds()
+            static = u.static_smem if u else static_total(kf, shared)
+            label = instance_label(k, launch.template_args if len(found) < 2 else u.template_args)
+            for block, dyn in configs:
+                # an opt-in below the launch's need is OCC022's finding; evaluate as if enough
+                max_dyn = opt_in if opt_in is not None and opt_in >= dyn else None
+                site = Site(kf, arch, block, dyn, launch, u, static, bounds,
+                            launch_arg(launch, 1), label, max_dynamic_smem=max_dyn,
+                            carveout=carveout, bounds_from_cubin=eff.from_cubin, text=facts.text)
+                site.needs_opt_in = (dyn > 0 and static + dyn > STATIC_SMEM_LIMIT
+                                     and max_dyn is None and not unknown_opt_in)
+                yield _evaluate(site)
     if evaluated or any(ln.block.total is not None or ln.choices for ln in kf.elsewhere):
         return      # evaluated at its launches (those elsewhere: in their own files)
     if not kf.here:

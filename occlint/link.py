@@ -38,9 +38,20 @@ def callee_name(text: str) -> str:
     return s.lstrip(":")
 
 
+# type names a source writes for what nvcc's demangled names spell otherwise (CUDA's and
+# <cstdint>'s typedefs, on the LP64 hosts nvcc targets)
+_ALIASES = {"half": "__half", "half2": "__half2", "nv_bfloat16": "__nv_bfloat16",
+            "nv_bfloat162": "__nv_bfloat162", "uint": "unsignedint", "int8_t": "signedchar",
+            "uint8_t": "unsignedchar", "int16_t": "short", "uint16_t": "unsignedshort",
+            "int32_t": "int", "uint32_t": "unsignedint", "int64_t": "long",
+            "uint64_t": "unsignedlong", "size_t": "unsignedlong"}
+
+
 def template_arg(text) -> str:
-    """One template argument for comparison: no whitespace, no integer suffix (`256u` -> `256`)."""
-    return _INT.sub(r"\1", re.sub(r"\s+", "", str(text)))
+    """One template argument for comparison: no whitespace, no integer suffix (`256u` -> `256`),
+    a standard typedef as nvcc spells it (`half` -> `__half`)."""
+    arg = _INT.sub(r"\1", re.sub(r"\s+", "", str(text)))
+    return _ALIASES.get(arg.removeprefix("std::"), arg)
 
 
 def template_args(args: Iterable) -> tuple[str, ...]:
@@ -182,6 +193,40 @@ def match_usage(kernel: Kernel, usages: Iterable[Usage] | Usages) -> list[Usage]
     """The Usage entries of this source kernel: same qualified name (namespaces; anonymous
     namespaces ignored), every template instantiation, every arch."""
     return (usages if isinstance(usages, Usages) else Usages(usages)).of(kernel)
+
+
+def instantiations(usages: Sequence[Usage], kernel: Kernel, launch: Launch | None) -> list[Usage]:
+    """The usages on one arch a launch may run: `instantiation`'s one; else, for a launch of a
+    template whose arguments are partly unknown here (the launching function's own parameter
+    `T`, arguments deduced from the call), every instantiation that agrees with the ones known.
+    A launch in `template <class T> void run()` runs one of them per instantiation of `run`."""
+    one = instantiation(usages, kernel, launch)
+    if one is not None or launch is None or not kernel.template_params:
+        return [one] if one is not None else []
+    out = []
+    for u in usages:
+        got = template_args(u.template_args)
+        if len(got) < len(launch.template_args):
+            continue
+        if all(_may_be(v, a, g) for v, a, g in zip(launch.template_values, launch.template_args,
+                                                   got, strict=False)):
+            out.append(u)
+    return out
+
+
+def _may_be(value, written: str, got: str) -> bool:
+    """A launch's template argument (evaluated `value`, else as `written`) may be nvcc's `got`:
+    the same value or type, or a name this file cannot resolve (a template parameter)."""
+    if value is not None:
+        return template_arg(value) == got
+    w = template_arg(written)
+    return w == got or (w.isidentifier() and w not in _TYPES)
+
+
+_TYPES = frozenset(("float", "double", "int", "char", "bool", "short", "long", "unsigned",
+                    "signed", "__half", "__half2", "__nv_bfloat16", "__nv_bfloat162", "void",
+                    "unsignedint", "unsignedlong", "unsignedchar", "signedchar", "unsignedshort",
+                    "float2", "float4", "double2", "int2", "int4", "uint2", "uint4"))
 
 
 def instantiation(usages: Sequence[Usage], kernel: Kernel, launch: Launch | None) -> Usage | None:

@@ -275,3 +275,21 @@ def test_a_unit_whose_compile_failed_borrows_no_other_units_figures(tmp_path, nv
     assert not launch["fails.cu"].get("occupancy")
     assert launch["fails.cu"]["no_occupancy"].startswith("nvcc failed on this file")
     assert launch["other.cu"]["occupancy"]["sm_90"]["limiter"] == "shared_memory"
+
+
+def test_kernels_gives_a_launch_of_several_instantiations_the_lowest(tmp_path, nvcc_path):
+    # BabelStream's `dot_kernel<<<nblocks, TBSIZE_DOT>>>(a, b, ...)` in a class template
+    # instantiated for float and double: "could not be matched to one compiled instantiation"
+    (tmp_path / "d.cu").write_text(
+        "template <class T> __global__ void dot(const T* a, T* s) {\n"
+        "  __shared__ T tile[1024];\n  tile[threadIdx.x] = a[threadIdx.x];\n  __syncthreads();\n"
+        "  s[threadIdx.x] = tile[1023 - threadIdx.x];\n}\n"
+        "template <class T> void run(const T* a, T* s) { dot<<<64, 1024>>>(a, s); }\n"
+        "template void run<float>(const float*, float*);\n"
+        "template void run<double>(const double*, double*);\n")
+    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "d.cu",
+                               cwd=tmp_path).stdout)
+    (launch,) = [r for r in recs if r["kind"] == "launch"]
+    o = launch["occupancy"]["sm_90"]
+    assert o["instantiations"] == 2 and o["occupancy"] == 1.0
+    assert o["instantiation"] in ("dot<float>", "dot<double>")

@@ -687,3 +687,29 @@ def test_overloaded_kernels_each_get_their_own_figures():
     # the 1024-thread launch of the 72-register `init` cannot launch; the 8-register one can
     fails = [f for f in findings if f.code == "OCC034"]
     assert [f.span.line for f in fails] == [7] and "72 registers" in fails[0].message
+
+
+HOST_TEMPLATE = """\
+template <typename T, int BLOCK> __global__ void heavy(const T* in, T* out) { out[0] = in[0]; }
+template <typename T> void run(const T* in, T* out) { heavy<T, 4096><<<1000, 1024>>>(in, out); }
+template void run<float>(const float*, float*);
+template void run<int>(const int*, int*);
+template <typename T> __global__ void fill(T* out) { out[threadIdx.x] = T(0); }
+void zero(half* h) { fill<half><<<1000, 1024>>>(h); }
+"""
+
+
+def test_a_launch_with_unknown_template_arguments_runs_each_instantiation_they_allow():
+    # bitsandbytes launches `kernel<T, 4096><<<b, 1024>>>` from its host templates and
+    # `fill<half>` where ptxas names `__half`; BabelStream deduces `dot_kernel<<<...>>>(a, b)`:
+    # every such launch said "could not be matched" and got a source-only OCC030 instead of
+    # the OCC034 that 254 registers at 1024 threads earn
+    usage = [Usage(kernel="heavy", arch="sm_90", registers=254, template_args=(t, "4096"),
+                   mangled=f"_Z5heavyI{m}Li4096EEvPKT_PS0_") for t, m in (("float", "f"), ("int", "i"))]
+    usage.append(Usage(kernel="fill", arch="sm_90", registers=80, template_args=("__half",),
+                       mangled="_Z4fillI6__halfEvPT_"))
+    findings = lint_source(HOST_TEMPLATE, "h.cu", usage, Config(arch=("sm_90",)))
+    fails = {f.span.line: f for f in findings if f.code == "OCC034"}
+    assert set(fails) == {2, 6}, [(f.code, f.span.line, f.message) for f in findings]
+    assert len(fails[2].instances) == 2 and "(2 instantiations)" in fails[2].message
+    assert not [f for f in findings if f.code == "OCC030"]

@@ -214,6 +214,9 @@ def format_record(r: dict) -> str:
         for arch, o in sorted((r.get("occupancy") or {}).items()):
             text += (f"\n    {arch}: occupancy {o['occupancy']:.1%} "
                      f"({plural(o['active_blocks'], 'block')}/SM), {o['limiter_words']}")
+            if o.get("instantiations"):
+                text += (f" (the lowest of the {o['instantiations']} instantiations it may run: "
+                         f"{o['instantiation']})")
         if r.get("no_occupancy"):
             text += f"\n    no occupancy: {r['no_occupancy']}"
         return text
@@ -254,12 +257,18 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs, project=()
             continue        # no figures for this instantiation: no occupancy (why_no_occupancy)
         occ = site.occ
         limiter = primary_limiter(occ, site.usage is not None)
-        rec.setdefault("occupancy", {})[site.arch] = {
+        prev = rec.setdefault("occupancy", {}).get(site.arch)
+        if prev is not None:        # a launch that may run several instantiations: the lowest
+            prev["instantiations"] = prev.get("instantiations", 1) + 1
+            if prev["occupancy"] <= round(occ.occupancy, 4):
+                continue
+        rec["occupancy"][site.arch] = {
             "occupancy": round(occ.occupancy, 4), "active_blocks": occ.active_blocks,
             "active_warps": occ.active_warps, "limiter": limiter,
             "limiter_words": occupancy.LIMITER_WORDS.get(limiter, limiter),
             "registers": site.usage.registers if site.usage else None,
-            "static_smem": site.static_smem}
+            "static_smem": site.static_smem, "instantiation": site.label,
+            **({"instantiations": prev["instantiations"]} if prev is not None else {})}
 
 
 def _kernel_occupancy(kernels: dict, facts) -> None:
