@@ -340,6 +340,26 @@ def test_a_launch_in_a_case_of_a_switch_on_its_block_size_has_that_size():
     assert got == [(512, 2048), (256, 1024), (None, 0), (None, 0), (None, 0), (None, 0)]
 
 
+def test_a_call_of_a_function_the_file_defines_as_one_return_is_evaluated():
+    # bitsandbytes: `const int ws = bnb_host_warp_size();` (a `static constexpr int ...() {
+    # return 32; }`) and `constexpr int smem = smem_bytes();` were "not a compile-time
+    # constant"; cuda-samples' `iDivUp`; ggml's `__launch_bounds__(..._get_nthreads_device())`
+    text = ("static constexpr int warp() { return 32; }\n"
+            "template <int A, int B> constexpr int prod() { return A * B; }\n"
+            "static unsigned iDivUp(unsigned a, unsigned b) { return (a % b != 0) ? (a / b + 1)"
+            " : (a / b); }\n"
+            "constexpr int twice(int x) { return 2 * x; }\nint rec(int x) { return rec(x); }\n"
+            "int two(int x) { int y = x; return y; }\n"
+            "__global__ void __launch_bounds__(warp() * 4) k() {}\n"
+            "void f(int n) {\n  const int ws = warp();\n  k<<<iDivUp(1000, ws), ws>>>();\n"
+            "  k<<<1, prod<8, 16>(), twice(64)>>>();\n  k<<<rec(3), two(64)>>>();\n"
+            "  k<<<iDivUp(n, 32), 32>>>();\n}\n")
+    sf = parse(text)
+    assert sf.kernels[0].launch_bounds.max_threads == 128
+    got = [(la.grid.x, la.block.x, la.dynamic_smem) for la in sf.launches]
+    assert got == [(32, 32, 0), (1, 128, 128), (None, None, 0), (None, 32, 0)]
+
+
 def test_a_branch_local_written_in_its_block_stays_unknown():
     text = ("__global__ void k() {}\nvoid run(int m) {\n  if (m) {\n    int t = 128;\n"
             "    t += m;\n    k<<<1, t>>>();\n  } else {\n    int t = 64;\n    k<<<1, t>>>();\n"

@@ -95,6 +95,9 @@ class Env:
         # (scope, name, site) -> the value a `case` of `switch (name)` around `site` gives it;
         # set by occlint.source.context; `site`: the launch being read (set by launches)
         self.switch_value: Callable[..., int | None] = lambda scope, name, site: None
+        # name -> (parameter names, template parameter names, returned expression) of the one
+        # function of that name the file defines whose body is `return expr;`; set by context
+        self.function_return: Callable[[bytes], tuple | None] = lambda name: None
         self.site = None
         self._narrowed = 0      # values that came from `site` (not remembered)
         # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
@@ -267,7 +270,39 @@ class Env:
                 return self.value(self.snippet(body)[1], scope, inner)
             finally:
                 self._active.discard(("f", name))
-        return None
+        if defs or name in bind or b"::" in name:
+            return None
+        return self._function(name, fn, args, scope, bind)
+
+    def _function(self, name: bytes, fn, args, scope, bind) -> int | None:
+        """A call of a function the file defines as `return expr;` (`constexpr int warp_size()
+        { return 32; }`, `smem_bytes<MT, NT>()`), its arguments and template arguments
+        constant."""
+        got = self.function_return(name)
+        if got is None or ("f", name) in self._active:
+            return None
+        params, tparams, expr = got
+        if len(params) != len(args):
+            return None
+        inner: dict = {}
+        for p, a in zip(params, args, strict=True):
+            v = self.value(a, scope, bind)
+            if v is None:
+                return None
+            inner[p] = v
+        if fn.type == "template_function":
+            targs = exprs(fn.child_by_field_name("arguments"))
+            if len(targs) > len(tparams):
+                return None
+            for p, a in zip(tparams, targs, strict=False):
+                v = self.value(a, scope, bind)
+                if v is not None:
+                    inner[p] = v
+        self._active.add(("f", name))
+        try:
+            return self.value(expr, None, inner)
+        finally:
+            self._active.discard(("f", name))
 
     def name_value(self, name: bytes, scope: int | None, bind, at=None) -> int | None:
         if name in bind:

@@ -165,6 +165,8 @@ class Context:
         self.env = Env()
         self.env.local = self.local
         self.env.switch_value = self.switch_value
+        self.env.function_return = self.function_return
+        self._returns: dict | None = None
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
         self._cases: dict = {}              # a launch's span -> _site_cases
@@ -344,6 +346,55 @@ class Context:
         if at is None or local is None or len(local.decls) < 2:
             return local
         return self._visible(scope, name, local, at)
+
+    def function_return(self, name: bytes) -> tuple | None:
+        """(parameter names, template parameter names, the returned expression) of the one
+        function named `name` the file defines, when its body is a single `return expr;`."""
+        if self._returns is None:
+            found: dict[bytes, list] = {}
+            for _s, _e, fn in self.funcs:
+                decl = fn.child_by_field_name("declarator")
+                while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
+                    decl = decl.child_by_field_name("declarator")
+                inner = decl.child_by_field_name("declarator") if decl is not None and \
+                    decl.type == "function_declarator" else None
+                if inner is not None and inner.type == "identifier":
+                    found.setdefault(inner.text, []).append((fn, decl))
+            self._returns = found
+        fns = self._returns.get(name, ())
+        if len(fns) != 1:
+            return None
+        fn, decl = fns[0]
+        body = fn.child_by_field_name("body")
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        if len(stmts) != 1 or stmts[0].type != "return_statement" or \
+                not stmts[0].named_child_count:
+            return None
+        params = []
+        plist = decl.child_by_field_name("parameters")
+        for p in plist.named_children if plist is not None else ():
+            if p.type != "parameter_declaration":
+                return None             # a default value, a pack, `...`
+            ident = declarator_name(p.child_by_field_name("declarator"))
+            if ident is None:
+                return None
+            params.append(ident.text)
+        tparams = tuple(self._template_names_ordered(fn))
+        return tuple(params), tparams, stmts[0].named_children[0]
+
+    def _template_names_ordered(self, fn) -> list[bytes]:
+        """The template parameter names of the template declaring `fn`, in order."""
+        p = fn.parent
+        if p is None or p.type != "template_declaration":
+            return []
+        plist = p.child_by_field_name("parameters")
+        out = []
+        for c in plist.named_children if plist is not None else ():
+            n = c.child_by_field_name("declarator") or c.child_by_field_name("name")
+            while n is not None and n.type not in ("identifier", "type_identifier"):
+                n = n.child_by_field_name("declarator") if n.named_child_count else None
+            out.append(n.text if n is not None else b"")
+        return out
 
     def switch_value(self, scope: int, name: bytes, site) -> int | None:
         """The value `name` has at `site` because `site` is in a `case C:` of `switch (name)`
