@@ -248,3 +248,37 @@ def test_archs_for_order_config_then_gpu_then_build_flags():
     assert archs_for(Config(gpu="a100"), entries) == ("sm_80",)      # as `check` evaluates
     assert archs_for(Config(), entries) == ("sm_86",)
     assert archs_for(Config()) == ("sm_90",)
+
+
+VECTOR_ERRORS = """\
+vec.cu(8): error: identifier "undefined_handle_t" is undefined
+      std::vector<undefined_handle_t> contexts(4);
+                  ^
+
+/usr/include/c++/12/bits/ptr_traits.h(179): error: class "std::__rebind<<error-type> *, void>" has no member "type"
+          using rebind = typename __rebind<_Ptr, _Up>::type;
+          detected during:
+            instantiation of type "std::rebind<const <error-type>>" at line 109 of /usr/include/c++/12/bits/alloc_traits.h
+            instantiation of class "std::vector<_Tp, _Alloc> [with _Tp=<error-type>]" at line 8 of vec.cu
+
+/usr/include/c++/12/ext/alloc_traits.h(47): error: a class or namespace qualified name is required
+          detected during:
+            instantiation of class "std::vector<_Tp, _Alloc>" at line 8 of vec.cu
+
+/usr/include/c++/12/bits/stl_uninitialized.h(90): error: static assertion failed with "result type must be constructible from input type"
+            instantiation of "std::__check_constructible<_ValueType,_Tp>()" at line 182
+            instantiation of "std::vector<_Tp, _Alloc>::vector(const std::vector<_Tp, _Alloc> &)" at line 12 of vec.cu
+
+4 errors detected in the compilation of "vec.cu".
+"""
+
+
+def test_an_error_a_template_instantiation_led_into_a_header_is_the_instantiating_lines():
+    # ParRes/Kernels' `std::vector<cublasHandle_t>` without its -D: OCC900 at 1:1 with 1,717
+    # characters of libstdc++ internals beside the true error at line 8
+    from occlint.toolchain.ptxas import parse_errors
+
+    errors = parse_errors(VECTOR_ERRORS, "vec.cu", "sm_90")
+    assert [(e.path, e.line) for e in errors] == [("vec.cu", 8), ("vec.cu", 12)]
+    assert errors[0].message == 'identifier "undefined_handle_t" is undefined'
+    assert errors[1].message.startswith("/usr/include/c++/12/bits/stl_uninitialized.h:90: static")

@@ -6,6 +6,8 @@ only to the entry function of the same name (never to a non-entry `__device__` f
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 
 from occlint.model import CompileError, Usage
@@ -78,12 +80,16 @@ _FRONT = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?(error|fatal error)(?: 
 # f.cu:1:10: fatal error: ...
 _GCC = re.compile(r"^(.+?):(\d+):(?:(\d+):)? (error|fatal error): (.*)$")
 _NVCC = re.compile(r"^nvcc (?:fatal|error)\s*:\s*(.*)$")
+# the front end's "detected during: instantiation of ... at line 8 of vec.cu" under an error
+_AT_LINE = re.compile(r"^\s+(?:detected during\s+)?(?:instantiation|implicit generation)\b.* at line "
+                      r"(\d+) of (.+?)\s*$")
 
 
 def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileError]:
     """Errors (never warnings) from nvcc's front end, the host compiler, ptxas and nvcc itself."""
     out: list[CompileError] = []
     ptx_lines: set[str] = set()
+    origins: dict[int, tuple[str, int]] = {}     # error index -> the outermost instantiation
     for line in text.splitlines():
         line = line.rstrip()
         m = _FRONT.match(line)
@@ -91,6 +97,10 @@ def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileE
             kind = "fatal" if "catastrophic" in line or m.group(3) == "fatal error" else "error"
             out.append(CompileError(m.group(1), int(m.group(2)), None, m.group(4).strip(),
                                     arch, kind, None, unit))
+            continue
+        m = _AT_LINE.match(line)
+        if m and out and out[-1].kind in ("error", "fatal"):
+            origins[len(out) - 1] = (m.group(2), int(m.group(1)))
             continue
         m = _GCC.match(line)
         if m and not line.startswith(("ptxas", "nvcc")):
@@ -120,4 +130,24 @@ def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileE
         m = _NVCC.match(line)
         if m:
             out.append(CompileError(unit, None, None, m.group(1).strip(), arch, "nvcc", None, unit))
-    return out
+    return _at_instantiations(out, origins)
+
+
+def _at_instantiations(errors: list[CompileError], origins: dict) -> list[CompileError]:
+    """An error inside a header that a template instantiation of another file led to is that
+    file's, at the instantiating line (`std::vector<undefined_t>` errs in libstdc++'s headers,
+    instantiated at line 8 of the unit), the header's place kept in the message; dropped when
+    that line has an error of its own, which caused it. An error about an `<error-type>` (one
+    an earlier error made up) is dropped while another error remains."""
+    own = {(os.path.realpath(e.path), e.line) for i, e in enumerate(errors) if i not in origins}
+    out = []
+    for i, e in enumerate(errors):
+        where = origins.get(i)
+        if where is not None and os.path.realpath(where[0]) != os.path.realpath(e.path):
+            if (os.path.realpath(where[0]), where[1]) in own:
+                continue
+            e = dataclasses.replace(e, path=where[0], line=where[1], column=None,
+                                    message=f"{e.path}:{e.line}: {e.message}")
+        out.append(e)
+    real = [e for e in out if "<error-type>" not in e.message]
+    return real if real else out
