@@ -360,8 +360,9 @@ def register_cliff(facts: Facts) -> Iterator[Hit]:
     for site in facts.sites:
         if site.usage is None or not site.launches or site.owner or "registers" not in site.occ.limiters:
             continue
-        if site.basis == "best":
-            continue        # a cliff at a size no launch chose is no cliff
+        if site.basis == "best" or (site.launch is None and site.facts.unknown_dynamic_smem):
+            continue        # a cliff at a size no launch chose is no cliff; shared memory not
+                            # known may limit it first
         if (site.launch is not None and serial(site.launch)) or intent_met(site):
             continue        # one block; or the occupancy its bounds / __maxnreg__ asked for
         gain = occupancy.cliffs(site.arch, site.block, site.regs, site.static_smem, site.dynamic_smem,

@@ -46,6 +46,13 @@ class KernelFacts:
     def label(self) -> str:
         return self.kernel.name
 
+    @property
+    def unknown_dynamic_smem(self) -> bool:
+        """It declares `extern __shared__` and a launch's dynamic shared memory is not known
+        here: an evaluation without launch (at 0 B dynamic) may name the wrong limiter."""
+        return any(d.extern for d in self.shared) and any(
+            ln.dynamic_smem is None and not ln.runtime_block for ln in (*self.launches, *self.elsewhere))
+
 
 @dataclass
 class Site:
@@ -488,6 +495,8 @@ def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
         return None
     if site.launch is not None and resident(site.launch, occ, sm_count):
         return None
+    if site.launch is None and site.facts.unknown_dynamic_smem:
+        return None     # its launches' shared memory, not known, may be what limits it
     limiter = primary_limiter(occ, site.usage is not None)
     if limiter in ("registers", "warps", "blocks", "barriers") and intent_met(site):
         return None     # the occupancy its __launch_bounds__ / __maxnreg__ asked for

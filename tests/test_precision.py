@@ -713,3 +713,27 @@ def test_a_launch_with_unknown_template_arguments_runs_each_instantiation_they_a
     assert set(fails) == {2, 6}, [(f.code, f.span.line, f.message) for f in findings]
     assert len(fails[2].instances) == 2 and "(2 instantiations)" in fails[2].message
     assert not [f for f in findings if f.code == "OCC030"]
+
+
+UNKNOWN_DYNAMIC = """\
+template <int MT> __global__ void __launch_bounds__(256) tile(float* out) {
+    extern __shared__ char smem[];
+    smem[threadIdx.x] = 1;
+    out[threadIdx.x] = smem[255 - threadIdx.x];
+}
+template <int MT> void launch(float* out, int bytes) { tile<MT><<<1000, 256, bytes>>>(out); }
+template void launch<32>(float*, int);
+"""
+
+
+def test_no_register_advice_where_unknown_dynamic_shared_memory_may_limit_first():
+    # bitsandbytes' gemm_4bit_sm80 tile<T, 32, 256, 128>: 156,672 B of dynamic shared memory
+    # from a host template's constexpr; read at 0 B, OCC001 promised 50% from a register cap
+    # where one block per SM fits whatever the registers
+    usage = [Usage(kernel="tile", arch="sm_90", registers=76, template_args=("32",))]
+    findings = lint_source(UNKNOWN_DYNAMIC, "t.cu", usage, Config(arch=("sm_90",)))
+    assert not [f for f in findings if f.code in ("OCC001", "OCC003", "OCC010")], \
+        [f.message for f in findings]
+    known = UNKNOWN_DYNAMIC.replace("256, bytes>>>", "256, 156672>>>")
+    codes = {f.code for f in lint_source(known, "t.cu", usage, Config(arch=("sm_90",)))}
+    assert codes & {"OCC002", "OCC022"} and "OCC001" not in codes, codes
