@@ -196,6 +196,11 @@ def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None
     sizes = [ln.block.total for ln in (*kf.launches, *kf.elsewhere)]
     if any(b is None or b > site.block for b in sizes):
         return None       # a bound of site.block would break another launch
+    cut = facts.config.max_register_cut
+    for arch, usages in kf.usages.items():      # the bound caps every instantiation, every arch
+        cap = occupancy.launch_bounds_register_cap(arch, site.block, blocks)
+        if cap is not None and any(u.registers - cap > u.registers * cut + 1e-9 for u in usages):
+            return None   # it would cut another instantiation's registers past max-register-cut
     text = launch_bounds_text(site.block, blocks)
     lb = k.launch_bounds
     if lb is not None:

@@ -737,3 +737,22 @@ def test_no_register_advice_where_unknown_dynamic_shared_memory_may_limit_first(
     known = UNKNOWN_DYNAMIC.replace("256, bytes>>>", "256, 156672>>>")
     codes = {f.code for f in lint_source(known, "t.cu", usage, Config(arch=("sm_90",)))}
     assert codes & {"OCC002", "OCC022"} and "OCC001" not in codes, codes
+
+
+TWO_TILES = """\
+template <int N> __global__ void __launch_bounds__(256) tile(float* out) { out[threadIdx.x] = N; }
+void run(float* out) { tile<40><<<1000, 256>>>(out); tile<30><<<1000, 256>>>(out); }
+"""
+
+
+def test_a_bound_that_would_cut_another_instantiation_too_far_is_not_offered():
+    # OCC001 on tile<30> (80 registers) offered __launch_bounds__(256, 4) on the template,
+    # which caps tile<40> (128 registers) at 64 too: 172 B of spills after --fix
+    def usage(regs40):
+        return [Usage(kernel="tile", arch="sm_90", registers=80, template_args=("30",)),
+                Usage(kernel="tile", arch="sm_90", registers=regs40, template_args=("40",))]
+    findings = lint_source(TWO_TILES, "t.cu", usage(128), Config(arch=("sm_90",)))
+    (f,) = [f for f in findings if f.code == "OCC001"]
+    assert "tile<30>" in f.message and f.fix is None
+    findings = lint_source(TWO_TILES, "t.cu", usage(72), Config(arch=("sm_90",)))
+    assert [f.fix is not None for f in findings if f.code == "OCC001"] == [True]
