@@ -35,6 +35,7 @@ from occlint.facts import (
     per_thread_cap,
     primary_limiter,
     serial,
+    size_not_chosen,
     span_of,
     specialize_kernel,
     static_total,
@@ -603,7 +604,7 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
         for launch in kf.launches:
             if launch.block.total != 1024 or launch.runtime_block or serial(launch) or \
-                    launch.dispatch:
+                    size_not_chosen(launch):
                 continue
             sites = by_launch.get(launch.span.start, [])
             if any(s.unlaunchable or s.exceeds_bounds for s in sites):
@@ -659,7 +660,7 @@ def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
         for launch in kf.launches:
             total = launch.block.total
             if total is None or total % 32 == 0 or launch.runtime_block or total > 1024 or \
-                    serial(launch) or launch.dispatch:
+                    serial(launch) or size_not_chosen(launch):
                 continue
             up = (total + 31) // 32 * 32
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "block": total,

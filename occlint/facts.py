@@ -511,8 +511,8 @@ def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
         if site.dynamic_smem == 0 and static_decls and (site.launch is None or site.facts.oversized):
             return "OCC020"
         return "OCC002"
-    if site.basis == "best" or (site.launch is not None and site.launch.dispatch):
-        return None     # no block-size advice at a size nobody chose, or at one case of a dispatch
+    if site.basis == "best" or size_not_chosen(site.launch):
+        return None     # no block-size advice at a size nobody chose, or that the code picks
     return "OCC003"
 
 
@@ -585,6 +585,13 @@ def per_thread_cap(site: Site, each: int, fixed: int) -> tuple[float, int]:
     return max(((compute(site, smem=each * b + fixed, block=b).occupancy, b)
                 for b in range(32, top + 1, 32) if each * b + fixed <= STATIC_SMEM_LIMIT),
                default=(0.0, 0))
+
+
+def size_not_chosen(launch: Launch | None) -> bool:
+    """The launch's block is one case of a `switch` over sizes (a dispatch), or what a function
+    of the file computes from other sizes (`iDivUp(w, 16)`: a block that follows the data):
+    no advice on the size itself (OCC003, OCC030, OCC031)."""
+    return launch is not None and (launch.dispatch or launch.computed)
 
 
 def resident(launch: Launch, occ, sm_count: int) -> bool:

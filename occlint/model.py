@@ -143,6 +143,7 @@ class Launch:
     choices: tuple[tuple[int, int], ...] = ()
     sweep: bool = False       # the choices walk a constant array of 3+ block sizes (a benchmark)
     dispatch: bool = False    # the block is one `case` of a `switch` on it (a size dispatch)
+    computed: bool = False    # the block comes from a call of a function of the file (iDivUp(w, 16))
     argc: int | None = None   # the kernel's arguments (a chevron launch): picks an overload
 
 

@@ -756,3 +756,20 @@ def test_a_bound_that_would_cut_another_instantiation_too_far_is_not_offered():
     assert "tile<30>" in f.message and f.fix is None
     findings = lint_source(TWO_TILES, "t.cu", usage(72), Config(arch=("sm_90",)))
     assert [f.fix is not None for f in findings if f.code == "OCC001"] == [True]
+
+
+def test_a_block_a_function_computes_from_the_data_gets_no_block_size_advice():
+    # cuda-samples' shfl_scan: `int blockSize = iDivUp(w, 16); // each thread handles 16
+    # values, use 1 block/row` is 120 threads for a 1920-wide image; OCC031 said "use 128"
+    text = ("static unsigned iDivUp(unsigned a, unsigned b) { return (a + b - 1) / b; }\n"
+            "__global__ void rows(int* d) { d[threadIdx.x] = 0; }\n"
+            "void run(int* d) {\n  int w = 1920;\n  int blockSize = iDivUp(w, 16);\n"
+            "  rows<<<1080, blockSize>>>(d);\n}\n")
+    usage = [Usage(kernel="rows", arch="sm_90", registers=16)]
+    from occlint.source import parse
+    (la,) = parse(text, "r.cu").launches
+    assert la.block.x == 120 and la.computed
+    assert not [f.code for f in lint_source(text, "r.cu", usage, Config(arch=("sm_90",)))
+                if f.code == "OCC031"]
+    written = text.replace("<<<1080, blockSize>>>", "<<<1080, 120>>>")
+    assert "OCC031" in {f.code for f in lint_source(written, "r.cu", usage, Config(arch=("sm_90",)))}

@@ -100,6 +100,7 @@ class Env:
         self.function_return: Callable[[bytes], tuple | None] = lambda name: None
         self.site = None
         self._narrowed = 0      # values that came from `site` (not remembered)
+        self._called = 0        # values that came from a call of a function of the file
         # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
         self.dim3_of: Callable | None = None
         self.structs: dict[str, tuple[int, int]] = {}
@@ -300,9 +301,11 @@ class Env:
                     inner[p] = v
         self._active.add(("f", name))
         try:
-            return self.value(expr, None, inner)
+            got = self.value(expr, None, inner)
         finally:
             self._active.discard(("f", name))
+        self._called += got is not None
+        return got
 
     def name_value(self, name: bytes, scope: int | None, bind, at=None) -> int | None:
         if name in bind:

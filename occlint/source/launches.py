@@ -224,9 +224,9 @@ class LaunchReader:
     def _launch(self, ctx, tx, name, targs, scope, call, grid, block, smem, stream, kind,
                 config, args) -> Launch:
         runtime = self.is_runtime(block, scope)
-        narrowed = self.env._narrowed
+        narrowed, called = self.env._narrowed, self.env._called
         b = self.dim3(block, scope)
-        dispatch = self.env._narrowed != narrowed
+        dispatch, computed = self.env._narrowed != narrowed, self.env._called != called
         if runtime:
             b = Dim3(None, None, None, b.text)
         dyn = self.smem(smem, scope)
@@ -245,7 +245,7 @@ class LaunchReader:
             arg_spans=tuple(tx.node_span(a) for a in args),
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
             choices=choices, sweep="array" in trace and len({c[0] for c in choices}) >= 3,
-            dispatch=dispatch, argc=_argc(call) if kind == "chevron" else None,
+            dispatch=dispatch, computed=computed, argc=_argc(call) if kind == "chevron" else None,
         )
 
     def chevrons(self) -> list[Launch]:
