@@ -271,10 +271,13 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
                 if found is not None and found.is_definition:
                     k, origin = found, other
                     break
-        if k is None:
+        if k is None:       # defined where this run cannot see: a template by its arguments
             name = launch.callee.split("::")[-1]
+            arity = len(launch.template_args) or max(
+                (len(u.template_args) for u in usage.by_name.get(name, ())), default=0)
             k = Kernel(name=name, qualname=launch.callee, path=sf.path, span=launch.span,
-                       decl_span=launch.span, is_definition=False)
+                       decl_span=launch.span, is_definition=False,
+                       template_params=tuple(f"<{i}>" for i in range(arity)))
         kf = kernels.get(_key(k))
         if kf is None or (origin is not sf and not kf.here and kf.origin is sf):
             kf = kernels[_key(k)] = _kernel_facts(k, origin, False, usage)

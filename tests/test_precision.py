@@ -773,3 +773,17 @@ def test_a_block_a_function_computes_from_the_data_gets_no_block_size_advice():
                 if f.code == "OCC031"]
     written = text.replace("<<<1080, blockSize>>>", "<<<1080, 120>>>")
     assert "OCC031" in {f.code for f in lint_source(written, "r.cu", usage, Config(arch=("sm_90",)))}
+
+
+def test_a_template_launched_where_its_definition_is_not_seen_is_matched_by_its_arguments():
+    # bitsandbytes' ops.cu launches kernels.cuh's declared templates, defined and instantiated
+    # in kernels.cu: 21 launches said "could not be matched to one compiled instantiation"
+    text = ("template <typename T> void run(const T* a, T* b) {\n"
+            "  kQuantize<T, 4096, 4><<<1000, 1024>>>(a, b);\n  kSmall<T, 64><<<1000, 32>>>(a, b);\n}\n"
+            "template void run<float>(const float*, float*);\n")
+    usage = [Usage(kernel="kQuantize", arch="sm_90", registers=r, template_args=(t, "4096", "4"))
+             for t, r in (("float", 80), ("__half", 90))]
+    usage += [Usage(kernel="kSmall", arch="sm_90", registers=16, template_args=("float", "64"))]
+    findings = lint_source(text, "ops.cu", usage, Config(arch=("sm_90",)))
+    fails = [f for f in findings if f.code == "OCC034"]
+    assert [f.span.line for f in fails] == [2] and "(2 instantiations)" in fails[0].message

@@ -402,3 +402,23 @@ def test_directive_line_starts_are_the_multiline_patterns():
               for _ in range(3000)]
     for data in cases:
         assert list(_line_starts(data)) == [m.start() for m in _HASH_LINE.finditer(data)], data
+
+
+def test_hip_branches_are_dead_under_nvcc_and_a_header_function_is_evaluated(tmp_path):
+    # bitsandbytes: compat.cuh `#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
+    # #define BNB_HIP 1 #else 0`, then ops.cu defines `bnb_host_warp_size()` twice under `#if
+    # BNB_HIP` / `#else` (`return 32;`): `const int ws = bnb_host_warp_size();` was unknown
+    (tmp_path / "compat.cuh").write_text(
+        "#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)\n#define BNB_HIP 1\n"
+        "#else\n#define BNB_HIP 0\n#endif\n"
+        "static constexpr int tile_rows() { return 8; }\n")
+    unit = tmp_path / "ops.cu"
+    unit.write_text('#include "compat.cuh"\n__global__ void k(float* p) {}\n'
+                    "#if BNB_HIP\nstatic int warp() { int w; query(&w); return w; }\n#else\n"
+                    "static constexpr int warp() { return 32; }\n#endif\n"
+                    "void run(float* p) {\n  const int ws = warp();\n  k<<<tile_rows(), ws>>>(p);\n}\n")
+    view = view_from_flags([], str(tmp_path))
+    (la,) = parse(unit.read_text(), str(unit), view).launches
+    assert (la.grid.x, la.block.x) == (8, 32)
+    hip = view_from_flags(["-D__HIPCC__"], str(tmp_path))
+    assert parse(unit.read_text(), str(unit), hip).launches[0].block.x is None

@@ -353,6 +353,8 @@ class Context:
         if self._returns is None:
             found: dict[bytes, list] = {}
             for _s, _e, fn in self.funcs:
+                if self.dead(fn):
+                    continue        # `#if BNB_HIP` ... `#else` defines it twice
                 decl = fn.child_by_field_name("declarator")
                 while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
                     decl = decl.child_by_field_name("declarator")
@@ -362,6 +364,8 @@ class Context:
                     found.setdefault(inner.text, []).append((fn, decl))
             self._returns = found
         fns = self._returns.get(name, ())
+        if not fns:
+            return self._header_function(name)
         if len(fns) != 1:
             return None
         fn, decl = fns[0]
@@ -381,6 +385,21 @@ class Context:
             params.append(ident.text)
         tparams = tuple(self._template_names_ordered(fn))
         return tuple(params), tparams, stmts[0].named_children[0]
+
+    def _header_function(self, name: bytes) -> tuple | None:
+        """`function_return` of the first project header the file includes that defines
+        `name` (bitsandbytes' `bnb_host_warp_size()` in its common header)."""
+        from occlint.source.preproc import read_header
+
+        for path in self._constant_headers():
+            data = read_header(path)
+            if data is None or not has_word(data, name):
+                continue
+            other = header_context(path, self.view)
+            got = other.function_return(name) if other is not None else None
+            if got is not None:
+                return got
+        return None
 
     def _template_names_ordered(self, fn) -> list[bytes]:
         """The template parameter names of the template declaring `fn`, in order."""

@@ -86,7 +86,7 @@ class View:
         elif self.arch:
             out |= {b"__CUDA_ARCH_SPECIFIC__", b"__CUDA_ARCH_FAMILY_SPECIFIC__"} - \
                 set(self.predefined())
-        return out
+        return out | (_HIP - set(self.predefined()))
 
 
 @dataclass
@@ -591,6 +591,11 @@ class _State:
             out.append((kind, tok))
             i += 1
         return out
+
+
+# what hipcc defines and nvcc never does (`#if defined(__HIPCC__)`: ROCm branches of ML code)
+_HIP = frozenset((b"__HIPCC__", b"__HIP__", b"__HIP_PLATFORM_AMD__", b"__HIP_PLATFORM_HCC__",
+                  b"__HIP_DEVICE_COMPILE__", b"__HIP_ROCclr__"))
 
 
 def _reserved(name: bytes) -> bool:
