@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -175,6 +176,23 @@ def usage_of(path: str, usage: Mapping[str, Sequence[Usage]], report,
     return found
 
 
+def borrowed_usage(path: str, text: str | bytes, own: Sequence[Usage], report,
+                   defined: frozenset[str] | set[str] = frozenset()) -> list[Usage]:
+    """Figures of kernels another unit compiled that `path` names without compiling them
+    itself: a template its header declares and another unit instantiates (bitsandbytes'
+    ops.cu launches what kernels.cu instantiates), a kernel of an `-rdc` program's other unit.
+    Only names exactly one unit has (never a same-named kernel of two units), none the file
+    defines itself (`defined`: llm.c's matmul.cuh and dev/cuda's copy of its kernel), and none
+    for a file whose own compile failed."""
+    if report is None or not report.usages or os.path.realpath(path) in report.failed_paths:
+        return []
+    unique = report.unique_kernels
+    mine = {u.kernel.split("::")[-1] for u in own}
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    words = {w.decode() for w in re.findall(rb"[A-Za-z_]\w*", data)} & unique.keys()
+    return [u for name in sorted(words - mine - set(defined)) for u in unique[name]]
+
+
 def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:
     for key in (path, os.path.abspath(path), os.path.realpath(path)):
         if key in usage:
@@ -229,6 +247,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     inputs = []
     for path in cuda:
         file_usage = usage_of(path, usage, report, all_usage)
+        file_usage += borrowed_usage(path, texts[path], file_usage, report)
         result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
@@ -248,6 +267,10 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         failed = False
         for path, file_usage, file_config, errors in inputs:
             try:
+                if report is not None:      # borrowed figures, less the file's own kernels
+                    own = usage_of(path, usage, report, all_usage)
+                    defined = {k.name for k in project[path].kernels if k.is_definition}
+                    file_usage = own + borrowed_usage(path, texts[path], own, report, defined)
                 found.extend(lint_source(texts[path], path, file_usage, file_config,
                                          source=project[path], compile_errors=errors,
                                          project=project))

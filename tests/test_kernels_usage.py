@@ -89,7 +89,7 @@ def test_kernels_text_names_instantiations_launches_and_missing_occupancy(tmp_pa
 
 BASES = """\
 __global__ void launched(float* x, int steps) { x[threadIdx.x] *= 2; }
-constexpr int bound() { return BOUND; }
+constexpr int bound() { int b = BOUND; return b; }
 __global__ void __launch_bounds__(bound()) bounded(float* x, int steps) { x[threadIdx.x] *= 2; }
 __global__ void runtime_only(float* x, int steps) {
     float acc[40];
@@ -111,7 +111,7 @@ void run(float* x, int threads) {
 
 def test_every_compiled_kernel_has_an_occupancy_with_its_basis(tmp_path, nvcc_path):
     """launch: a constant launch; launch_bounds: bounds only the cubin knows (a constexpr
-    function the parser does not evaluate); best: the best block size, which the engine
+    function of two statements, which the parser does not evaluate); best: the best block size, which the engine
     confirms is the best."""
     from occlint import occupancy
 
@@ -293,3 +293,43 @@ def test_kernels_gives_a_launch_of_several_instantiations_the_lowest(tmp_path, n
     o = launch["occupancy"]["sm_90"]
     assert o["instantiations"] == 2 and o["occupancy"] == 1.0
     assert o["instantiation"] in ("dot<float>", "dot<double>")
+
+
+def test_check_gives_a_launch_the_figures_of_the_unit_that_instantiates_its_kernel(tmp_path, nvcc_path):
+    # bitsandbytes: kernels.cuh declares the templates, kernels.cu defines and instantiates
+    # them, ops.cu launches them: check had no figures there (a source-only OCC030 at 1024)
+    (tmp_path / "k.cuh").write_text("template <int N> __global__ void heavy(float* x);\n")
+    (tmp_path / "kernels.cu").write_text(
+        '#include "k.cuh"\ntemplate <int N> __global__ void heavy(float* x) {\n  float v[N];\n'
+        "#pragma unroll\n  for (int i = 0; i < N; ++i) v[i] = x[threadIdx.x + i * 1024];\n"
+        "  float s = 0;\n#pragma unroll\n  for (int i = 0; i < N; ++i) s += v[i] * v[(i * 7) % N];\n"
+        "#pragma unroll\n  for (int i = 0; i < N; ++i) x[threadIdx.x + i * 1024] = v[i] * s;\n}\n"
+        "template __global__ void heavy<96>(float*);\n")
+    (tmp_path / "ops.cu").write_text('#include "k.cuh"\n'
+                                     "void run(float* x) { heavy<96><<<1000, 1024>>>(x); }\n")
+    r = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "json",
+                 "kernels.cu", "ops.cu", cwd=tmp_path)
+    found = {(f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(r.stdout)}
+    assert ("ops.cu", "OCC034") in found and ("ops.cu", "OCC030") not in found, found
+    alone = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "json",
+                     "ops.cu", cwd=tmp_path)          # the defining unit not in the run
+    assert "OCC034" not in {f["code"] for f in json.loads(alone.stdout)}
+
+
+def test_check_never_lends_a_file_the_figures_of_a_kernel_it_defines_itself(tmp_path, nvcc_path):
+    # llm.c: llmc/matmul.cuh defines reduce_add_sum_kernel (its includers fail under CUDA 13);
+    # dev/cuda/matmul_backward_bias.cu has its own copy: the header got that copy's figures
+    (tmp_path / "h.cuh").write_text(
+        "__global__ void simple(float* x) { x[threadIdx.x] = 0; }\n"
+        "inline void go(float* x) { simple<<<1000, 1024>>>(x); }\n")
+    (tmp_path / "a.cu").write_text('#include "missing_library_header.h"\n#include "h.cuh"\n')
+    (tmp_path / "b.cu").write_text(
+        "__global__ void simple(float* x) {\n  float v[96];\n#pragma unroll\n"
+        "  for (int i = 0; i < 96; ++i) v[i] = x[threadIdx.x + i * 128];\n  float s = 0;\n"
+        "#pragma unroll\n  for (int i = 0; i < 96; ++i) s += v[i] * v[(i * 7) % 96];\n"
+        "#pragma unroll\n  for (int i = 0; i < 96; ++i) x[threadIdx.x + i * 128] = v[i] * s;\n}\n"
+        "void run(float* x) { simple<<<1000, 128>>>(x); }\n")
+    r = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "json",
+                 "h.cuh", "a.cu", "b.cu", cwd=tmp_path)
+    found = {(f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(r.stdout)}
+    assert ("h.cuh", "OCC034") not in found and ("a.cu", "OCC900") in found, found

@@ -511,11 +511,11 @@ def _scalar(value) -> str:
 
 
 def _file_records(path: str, texts: dict, views: dict, config, report, all_usage, archs,
-                  failed: set[str], unique: dict[str, list], python: dict | None,
+                  failed: set[str], python: dict | None,
                   memo: dict) -> list[dict]:
     """A file's records with the figures `check` would lint it with (engine.usage_of: its own
     unit's, a header's includers'), never another unit's kernel of the same name."""
-    from occlint.engine import usage_of
+    from occlint.engine import borrowed_usage, usage_of
     from occlint.python import is_python
     from occlint.source import parse
 
@@ -528,12 +528,12 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     failed_here = report is not None and os.path.realpath(path) in failed
     headers = _defining_headers(sf, path, report, texts, memo) if report is not None else []
     if report is not None and not failed_here:
-        # a kernel of another unit (-rdc), when its name is that unit's alone and neither this
-        # file nor its headers define one (a unit whose compile failed borrows nothing)
-        own = {u.kernel.split("::")[-1] for u in mine} | {
-            k.name for f in (sf, *headers) for k in f.kernels if k.is_definition}
-        launched = {ln.callee.split("::")[-1] for ln in sf.launches} - own
-        mine = mine + [u for name in sorted(launched) for u in unique.get(name, ())]
+        # a kernel another unit compiled (engine.borrowed_usage), that neither this file nor
+        # its headers define and that it launches
+        defined = {k.name for f in (sf, *headers) for k in f.kernels if k.is_definition}
+        launched = {ln.callee.split("::")[-1] for ln in sf.launches} - defined
+        mine = mine + [u for u in borrowed_usage(path, texts[path], mine, report)
+                       if u.kernel.split("::")[-1] in launched]
     if mine:
         add_compiler_figures(recs, sf, mine, config, archs, headers)
     measured = {u.kernel.split("::")[-1] for u in mine}
@@ -609,20 +609,6 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
     return out
 
 
-def _unique_names(report) -> dict[str, list]:
-    """Kernel name -> its figures, for the names that exactly one compiled unit has: a launch
-    of a kernel another unit defines is given those figures, never a same-named kernel of two
-    units' (cuda-samples has a dozen `testKernel`s)."""
-    units: dict[str, set[str]] = {}
-    figures: dict[str, list] = {}
-    for unit, usages in report.usages.items():
-        for u in usages:
-            name = u.kernel.split("::")[-1]
-            units.setdefault(name, set()).add(unit)
-            figures.setdefault(name, []).append(u)
-    return {n: figures[n] for n, us in units.items() if len(us) == 1}
-
-
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
              archs, as_json: bool, memo: dict, python: dict | None = None) -> list:
     """The output of each file of `share` (JSON: it may come from a forked process): its
@@ -633,16 +619,12 @@ def _listing(share: list[str], files: list[str], texts: dict, config, report, al
 
     includes = report.includes if report is not None else None
     views = source_views(files, config, includes, only=share, memo=memo)
-    if report is not None and "failed" not in memo:     # once per process, for every share:
-        memo["failed"] = {os.path.realpath(p) for e in report.errors   # the files nvcc failed on
-                          for p in (e.unit, e.path) if p}   # (units, headers named by errors)
-        memo["unique"] = _unique_names(report)
-    failed, unique = memo.get("failed", set()), memo.get("unique", {})
+    failed = report.failed_paths if report is not None else frozenset()
     out: list = []
     for path in share:
         try:
             recs = _file_records(path, texts, views, config, report, all_usage, archs,
-                                 failed, unique, python, memo)
+                                 failed, python, memo)
         except Exception as exc:    # one file's failure is its error line; the others are listed
             if os.environ.get("OCCLINT_DEBUG"):
                 raise

@@ -54,6 +54,24 @@ class UsageReport:
     borrowed: dict[str, str] = field(default_factory=dict)  # includer compiled for a lone header
     cache: Cache | None = None      # the compile cache the run used (its file hashes are shared)
 
+    @functools.cached_property
+    def unique_kernels(self) -> dict[str, list[Usage]]:
+        """Kernel name (last `::` part) -> its figures, for the names exactly one unit has (read
+        once the compiles are done: `engine.borrowed_usage`)."""
+        units: dict[str, set[str]] = {}
+        figures: dict[str, list[Usage]] = {}
+        for unit, usages in self.usages.items():
+            for u in usages:
+                name = u.kernel.split("::")[-1]
+                units.setdefault(name, set()).add(unit)
+                figures.setdefault(name, []).append(u)
+        return {n: figures[n] for n, us in units.items() if len(us) == 1}
+
+    @functools.cached_property
+    def failed_paths(self) -> frozenset[str]:
+        """Real paths of the units whose compile failed and of the files their errors name."""
+        return frozenset(os.path.realpath(p) for e in self.errors for p in (e.unit, e.path) if p)
+
     def archs_of(self, path: str) -> tuple[str, ...]:
         """The archs `path` was compiled for: its own, or for a header its includers'."""
         if path in self.unit_archs:
