@@ -279,18 +279,19 @@ class Env:
         """A call of a function the file defines as `return expr;` (`constexpr int warp_size()
         { return 32; }`, `smem_bytes<MT, NT>()`), its arguments and template arguments
         constant."""
+        values = []
+        for a in args:          # constant arguments first: most calls have none, and no lookup
+            v = self.value(a, scope, bind)
+            if v is None:
+                return None
+            values.append(v)
         got = self.function_return(name)
         if got is None or ("f", name) in self._active:
             return None
         params, tparams, expr = got
-        if len(params) != len(args):
+        if len(params) != len(values):
             return None
-        inner: dict = {}
-        for p, a in zip(params, args, strict=True):
-            v = self.value(a, scope, bind)
-            if v is None:
-                return None
-            inner[p] = v
+        inner: dict = dict(zip(params, values, strict=True))
         if fn.type == "template_function":
             targs = exprs(fn.child_by_field_name("arguments"))
             if len(targs) > len(tparams):

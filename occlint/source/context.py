@@ -167,6 +167,7 @@ class Context:
         self.env.switch_value = self.switch_value
         self.env.function_return = self.function_return
         self._returns: dict | None = None
+        self._header_returns: dict[bytes, tuple | None] = {}
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
         self._cases: dict = {}              # a launch's span -> _site_cases
@@ -347,9 +348,10 @@ class Context:
             return local
         return self._visible(scope, name, local, at)
 
-    def function_return(self, name: bytes) -> tuple | None:
+    def function_return(self, name: bytes, own: bool = False) -> tuple | None:
         """(parameter names, template parameter names, the returned expression) of the one
-        function named `name` the file defines, when its body is a single `return expr;`."""
+        function named `name` the file defines, when its body is a single `return expr;`; one
+        none defines: its project headers' (`own`: the file's alone)."""
         if self._returns is None:
             found: dict[bytes, list] = {}
             for _s, _e, fn in self.funcs:
@@ -365,7 +367,11 @@ class Context:
             self._returns = found
         fns = self._returns.get(name, ())
         if not fns:
-            return self._header_function(name)
+            if own:
+                return None
+            if name not in self._header_returns:
+                self._header_returns[name] = self._header_function(name)
+            return self._header_returns[name]
         if len(fns) != 1:
             return None
         fn, decl = fns[0]
@@ -391,12 +397,16 @@ class Context:
         `name` (bitsandbytes' `bnb_host_warp_size()` in its common header)."""
         from occlint.source.preproc import read_header
 
+        if not name.isidentifier() if isinstance(name, str) else not re.fullmatch(rb"\w+", name):
+            return None
+        defines = re.compile(rb"\b" + name + rb"\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?"
+                             rb"\{\s*return\b[^;{}]*;\s*\}")
         for path in self._constant_headers():
             data = read_header(path)
-            if data is None or not has_word(data, name):
-                continue
-            other = header_context(path, self.view)
-            got = other.function_return(name) if other is not None else None
+            if data is None or not has_word(data, name) or not defines.search(_code_of(data)):
+                continue            # (parsed only when its text has a one-return definition)
+            other = header_context(path, self.view)     # (the list is every header, in order)
+            got = other.function_return(name, own=True) if other is not None else None
             if got is not None:
                 return got
         return None
