@@ -171,6 +171,7 @@ class Context:
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
         self._cases: dict = {}              # a launch's span -> _site_cases
+        self._decl_blocks: dict = {}        # (scope, name) -> (declaration, its block), _visible
         self._tnames: dict[int, set[bytes]] = {}
         self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
         self._func_by_start = {f[0]: f[2] for f in funcs}
@@ -453,7 +454,7 @@ class Context:
             got = self._cases[key] = {}
             fn = self._func_by_start.get(scope)
             if fn is not None and fn.start_byte <= site.start_byte < fn.end_byte and \
-                    b"switch" in self.data[fn.start_byte:site.start_byte]:
+                    self.data.find(b"switch", fn.start_byte, site.start_byte) >= 0:
                 for p in reversed(ancestors(fn, site)):
                     if p.type == "lambda_expression":
                         break
@@ -473,13 +474,15 @@ class Context:
         found = self.tree.root_node.descendant_for_byte_range(at.start_byte, at.end_byte)
         if found is None or found != at:        # a macro body's node, not this file's
             return local
-        blocks = []
-        for decl in local.decls:
-            block = decl[1].parent
-            while block is not None and block.type not in _BLOCKS:
-                block = block.parent
-            if block is not None:
-                blocks.append((decl, block))
+        blocks = self._decl_blocks.get((scope, name))
+        if blocks is None:
+            blocks = self._decl_blocks[(scope, name)] = []
+            for decl in local.decls:
+                block = decl[1].parent
+                while block is not None and block.type not in _BLOCKS:
+                    block = block.parent
+                if block is not None:
+                    blocks.append((decl, block))
         best = None
         for decl, block in blocks:
             if decl[1].start_byte < at.start_byte and \
