@@ -265,7 +265,7 @@ def _random_project(root, rng, headers=8, units=16):
     return [root / f"u{u}.cu" for u in range(units)]
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))     # 64 random units: the inner loop's budget
 def test_replayed_header_walks_equal_fresh_walks(tmp_path, seed, monkeypatch):
     """A header walked again from the same outside state is replayed from its first walk; the
     scan must equal a fresh walk of every line, for every unit and pass, and replays happen."""
