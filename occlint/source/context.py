@@ -351,8 +351,8 @@ class Context:
 
     def function_return(self, name: bytes, own: bool = False) -> tuple | None:
         """(parameter names, template parameter names, the returned expression) of the one
-        function named `name` the file defines, when its body is a single `return expr;`; one
-        none defines: its project headers' (`own`: the file's alone)."""
+        function named `name` that the file defines (else, unless `own`, the first project
+        header that does), when its body is a single `return expr;`."""
         if self._returns is None:
             found: dict[bytes, list] = {}
             for _s, _e, fn in self.funcs:
@@ -398,7 +398,7 @@ class Context:
         `name` (bitsandbytes' `bnb_host_warp_size()` in its common header)."""
         from occlint.source.preproc import read_header
 
-        if not name.isidentifier() if isinstance(name, str) else not re.fullmatch(rb"\w+", name):
+        if not re.fullmatch(rb"\w+", name):
             return None
         defines = re.compile(rb"\b" + name + rb"\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?"
                              rb"\{\s*return\b[^;{}]*;\s*\}")
@@ -415,16 +415,8 @@ class Context:
     def _template_names_ordered(self, fn) -> list[bytes]:
         """The template parameter names of the template declaring `fn`, in order."""
         p = fn.parent
-        if p is None or p.type != "template_declaration":
-            return []
-        plist = p.child_by_field_name("parameters")
-        out = []
-        for c in plist.named_children if plist is not None else ():
-            n = c.child_by_field_name("declarator") or c.child_by_field_name("name")
-            while n is not None and n.type not in ("identifier", "type_identifier"):
-                n = n.child_by_field_name("declarator") if n.named_child_count else None
-            out.append(n.text if n is not None else b"")
-        return out
+        return _template_parameters(p) if p is not None and p.type == "template_declaration" \
+            else []
 
     def switch_value(self, scope: int, name: bytes, site) -> int | None:
         """The value `name` has at `site` because `site` is in a `case C:` of `switch (name)`
@@ -550,17 +542,7 @@ class Context:
             names = set()
             for p in ancestors(self.tree.root_node, fn):
                 if p.type == "template_declaration":
-                    plist = p.child_by_field_name("parameters")
-                    for c in plist.named_children if plist is not None else ():
-                        n = c.child_by_field_name("declarator") or c.child_by_field_name("name")
-                        while n is not None and n.type not in ("identifier", "type_identifier"):
-                            n = n.child_by_field_name("declarator") if n.named_child_count \
-                                else None
-                        if n is None:
-                            n = next((x for x in c.named_children
-                                      if x.type in ("identifier", "type_identifier")), None)
-                        if n is not None:
-                            names.add(n.text)
+                    names.update(n for n in _template_parameters(p) if n)
             self._tnames[fn.start_byte] = names
         return names
 
@@ -782,6 +764,21 @@ def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
                 refs.add(i)
         if refs:
             out.setdefault(ident.text.rsplit(b"::", 1)[-1].strip(), set()).update(refs)
+    return out
+
+
+def _template_parameters(template) -> list[bytes]:
+    """The parameter names of a `template <...>` declaration, in order (b"" where unnamed)."""
+    plist = template.child_by_field_name("parameters")
+    out = []
+    for c in plist.named_children if plist is not None else ():
+        n = c.child_by_field_name("declarator") or c.child_by_field_name("name")
+        while n is not None and n.type not in ("identifier", "type_identifier"):
+            n = n.child_by_field_name("declarator") if n.named_child_count else None
+        if n is None:
+            n = next((x for x in c.named_children if x.type in ("identifier", "type_identifier")),
+                     None)
+        out.append(n.text if n is not None else b"")
     return out
 
 
