@@ -282,3 +282,15 @@ def test_an_error_a_template_instantiation_led_into_a_header_is_the_instantiatin
     assert [(e.path, e.line) for e in errors] == [("vec.cu", 8), ("vec.cu", 12)]
     assert errors[0].message == 'identifier "undefined_handle_t" is undefined'
     assert errors[1].message.startswith("/usr/include/c++/12/bits/stl_uninitialized.h:90: static")
+
+
+def test_an_undefined_identifier_of_a_cuda_library_names_its_header():
+    # ParRes/Kernels' cuBLAS files without the Makefile's -DPRK_USE_CUBLAS: 17 OCC900 "identifier
+    # "cublasHandle_t" is undefined" with no hint, where a missing header names its package
+    from occlint.toolchain.libraries import explain_undefined
+
+    said = explain_undefined('identifier "cublasHandle_t" is undefined')
+    assert "cuBLAS's cublas_v2.h" in said and "-D" in said
+    assert "mpi.h" in explain_undefined('identifier "MPI_Comm" is undefined')
+    assert explain_undefined('identifier "tile" is undefined') == 'identifier "tile" is undefined'
+    assert explain_undefined(said) == said

@@ -158,7 +158,7 @@ def parse_nvrtc_log(log: str, path: str, arch: str, shift: int = 0) -> list[Comp
 
 def _key(mod: Module, backend: str, identity: str, options: list[str], arch: str, source: str) -> str:
     h = hashlib.sha256()
-    for part in ("python-5", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
+    for part in ("python-6", backend, identity, "\0".join(options), arch, "\0".join(mod.name_expressions), source):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\x1f")
     return h.hexdigest()

@@ -552,10 +552,11 @@ def _explained(err: CompileError, major: int | None, add: str | None = None,
     """A missing header's message names the header and the package that ships it, or the
     project folder that has it (`root`); `add`: how to add an include folder, where it is not
     `include-dirs` (libraries.explain_missing). An API a newer CUDA removed says what replaced
-    it (libraries.explain_removed)."""
-    from occlint.toolchain.libraries import explain_missing, explain_removed
+    it (libraries.explain_removed); a CUDA library's undefined identifier names its header
+    (libraries.explain_undefined)."""
+    from occlint.toolchain.libraries import explain_missing, explain_removed, explain_undefined
 
-    message = explain_removed(explain_missing(err.message, major, add, root))
+    message = explain_undefined(explain_removed(explain_missing(err.message, major, add, root)))
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 

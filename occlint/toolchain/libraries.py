@@ -207,6 +207,31 @@ _REMOVED: list[tuple[re.Pattern, str]] = [(re.compile(p), hint) for p, hint in (
 )]
 
 
+# an identifier's prefix -> (library, the header that declares it)
+_DECLARED_BY: list[tuple[re.Pattern, str, str]] = [(re.compile(p), lib, h) for p, lib, h in (
+    (r"cublasLt", "cuBLASLt", "cublasLt.h"), (r"cublas|CUBLAS_", "cuBLAS", "cublas_v2.h"),
+    (r"cusparse|CUSPARSE_", "cuSPARSE", "cusparse.h"), (r"cufft|CUFFT_", "cuFFT", "cufft.h"),
+    (r"curand|CURAND_", "cuRAND", "curand.h or curand_kernel.h"),
+    (r"cusolver|CUSOLVER_", "cuSOLVER", "cusolverDn.h"), (r"cudnn|CUDNN_", "cuDNN", "cudnn.h"),
+    (r"nccl|NCCL_", "NCCL", "nccl.h"), (r"nvshmem|NVSHMEM_", "NVSHMEM", "nvshmem.h"),
+    (r"MPI_", "MPI", "mpi.h"), (r"nvtx", "NVTX", "nvtx3/nvToolsExt.h"),
+)]
+_UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
+
+
+def explain_undefined(message: str) -> str:
+    """An undefined identifier of a CUDA library (or MPI) names the header that declares it:
+    the build may include it under a `-D` occlint was not given (ParRes' PRK_USE_CUBLAS)."""
+    m = _UNDEFINED.search(message)
+    if m is None or "declared by" in message:
+        return message
+    for pattern, lib, header in _DECLARED_BY:
+        if pattern.match(m.group(1)):
+            return (f"{message} (declared by {lib}'s {header}, which this compile did not "
+                    "include: the build may include it under a -D; see `nvcc-flags`)")
+    return message
+
+
 def explain_removed(message: str) -> str:
     """The compiler's message, with what replaced an API a newer CUDA removed, when it is one."""
     for pattern, hint in _REMOVED:
