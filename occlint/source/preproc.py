@@ -286,7 +286,9 @@ class _State:
         self.seen_headers: set[str] = set()
         self.once: set[str] = set()
         self.out = Scan()
-        self.stop_at: str | None = None      # macros_at: the header whose #include ends the walk
+        # macros_at: the headers whose first #include it records the macros at (`snapshots`)
+        self.stop_at: frozenset[str] | None = None
+        self.snapshots: dict[str, dict] = {}
         self.recording: list[_Record] = []      # the header walks in progress, outermost first
         self.files: dict[str, bytes | None] = {}
 
@@ -399,7 +401,8 @@ class _State:
 
     def _may_stop(self, rec: _Record) -> bool:
         """Would walking `rec`'s header meet the include macros_at stops at?"""
-        return self.stop_at is not None and any(_realpath(p) == self.stop_at for p in rec.tried)
+        return self.stop_at is not None and any(
+            (real := _realpath(p)) in self.stop_at and real not in self.snapshots for p in rec.tried)
 
     def _followed(self, depth: int, cut: bool) -> None:
         """An include was followed at `depth` (with `cut`: one was skipped at the limit)."""
@@ -508,8 +511,13 @@ class _State:
             full = os.path.normpath(os.path.join(folder, name))
             for rec in self.recording:
                 rec.tried.add(full)
-            if self.stop_at is not None and _realpath(full) == self.stop_at:
-                raise _Reached
+            if self.stop_at is not None:
+                real = _realpath(full)
+                if real in self.stop_at and real not in self.snapshots:
+                    self.snapshots[real] = {k: v for k, v in self.table.items()
+                                            if v is not None and v is not UNKNOWN}
+                    if len(self.snapshots) == len(self.stop_at):
+                        raise _Reached
             if self.walked(full):
                 return              # walked once per scan: include guards make a second walk a no-op
             data = self.read_file(full)
@@ -827,13 +835,20 @@ def macros_at(data: bytes, path: str, view: View, header: str) -> dict | None:
     """The macros a unit has in force where it first includes `header` (directly or through its
     project headers), for this pass: {name: body | (params, body)}, without those whose value
     depends on a branch of unknown truth. None when the walk never reaches that include."""
+    real = os.path.realpath(header)
+    return macros_at_all(data, path, view, [real])[real]
+
+
+def macros_at_all(data: bytes, path: str, view: View, headers) -> dict[str, dict | None]:
+    """`macros_at` for several headers (real paths) in one walk of the unit: real path ->
+    its table, or None."""
     state = _State(view, read_header)
-    state.stop_at = os.path.realpath(header)
+    state.stop_at = frozenset(headers)
     try:
         state.walk(data, path, 0, record=False)
     except _Reached:
-        return {k: v for k, v in state.table.items() if v is not None and v is not UNKNOWN}
-    return None
+        pass
+    return {h: state.snapshots.get(h) for h in state.stop_at}
 
 
 def common_macros(tables) -> tuple:

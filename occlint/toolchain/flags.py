@@ -291,7 +291,7 @@ def source_views(paths: Iterable[str], config: Config,
     `only`: the views of these of `paths` (a share of a run's files), the others still searched
     for includers; `memo`: a dict kept between the calls for the shares of one run."""
     from occlint.discover import is_header
-    from occlint.source.preproc import common_macros, macros_at, read_header, view_from_flags
+    from occlint.source.preproc import common_macros, macros_at_all, read_header, view_from_flags
 
     paths = list(paths)
     wanted = paths if only is None else list(only)
@@ -320,12 +320,24 @@ def source_views(paths: Iterable[str], config: Config,
         for unit, deps in includes.items():
             for dep in deps:
                 readers.setdefault(dep, []).append(unit)
+    includers = {path: _includers(path, paths, readers, config, named)[:MAX_PREFIX_INCLUDERS]
+                 for path in headers}
+    wanted_at: dict[str, set[str]] = {}         # unit -> the headers to read its macros at
+    for path, readers_of in includers.items():
+        for unit in readers_of:
+            wanted_at.setdefault(unit, set()).add(os.path.realpath(path))
+    at: dict = memo.setdefault("macros_at", {})  # (unit, header) -> table: one walk per unit
+    for unit, targets in wanted_at.items():
+        missing = [h for h in targets if (unit, h) not in at]
+        data = read_header(unit) if missing else None
+        found = macros_at_all(data, unit, unit_view(unit), missing) if data else {}
+        for h in missing:
+            at[(unit, h)] = found.get(h)
     for path in headers:
         tables, dirs = [], list(base.include_dirs)
-        for unit in _includers(path, paths, readers, config, named)[:MAX_PREFIX_INCLUDERS]:
-            data = read_header(unit)
+        for unit in includers[path]:
             view = unit_view(unit)
-            table = macros_at(data, unit, view, path) if data else None
+            table = at.get((unit, os.path.realpath(path)))
             if table is not None:
                 tables.append(table)
                 dirs += [d for d in view.include_dirs if d not in dirs]
