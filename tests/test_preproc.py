@@ -422,3 +422,20 @@ def test_hip_branches_are_dead_under_nvcc_and_a_header_function_is_evaluated(tmp
     assert (la.grid.x, la.block.x) == (8, 32)
     hip = view_from_flags(["-D__HIPCC__"], str(tmp_path))
     assert parse(unit.read_text(), str(unit), hip).launches[0].block.x is None
+
+
+def test_a_header_function_is_read_from_its_definition_alone_or_its_live_branch(tmp_path):
+    # a header's one-return function is parsed from its definition, not the whole header;
+    # overloads are no one answer; definitions in #if branches are read from the live one
+    (tmp_path / "h.cuh").write_text(
+        "#pragma once\n#define WIDE 4\n"
+        "template <int N> __host__ __device__ constexpr int rows() { return N * WIDE; }\n"
+        "constexpr int pick(int a) { return a; }\nconstexpr long pick(long a) { return 2 * a; }\n"
+        "#if defined(__HIPCC__)\nconstexpr int warp() { return 64; }\n#else\n"
+        "constexpr int warp() { return 32; }\n#endif\n")
+    unit = tmp_path / "u.cu"
+    unit.write_text('#include "h.cuh"\n__global__ void k() {}\n'
+                    "void f() { k<<<rows<8>(), warp()>>>(); k<<<pick(3), 64>>>(); }\n")
+    view = view_from_flags([], str(tmp_path))
+    got = [(la.grid.x, la.block.x) for la in parse(unit.read_text(), str(unit), view).launches]
+    assert got == [(32, 32), (None, 64)]

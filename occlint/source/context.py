@@ -373,25 +373,7 @@ class Context:
             if name not in self._header_returns:
                 self._header_returns[name] = self._header_function(name)
             return self._header_returns[name]
-        if len(fns) != 1:
-            return None
-        fn, decl = fns[0]
-        body = fn.child_by_field_name("body")
-        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
-        if len(stmts) != 1 or stmts[0].type != "return_statement" or \
-                not stmts[0].named_child_count:
-            return None
-        params = []
-        plist = decl.child_by_field_name("parameters")
-        for p in plist.named_children if plist is not None else ():
-            if p.type != "parameter_declaration":
-                return None             # a default value, a pack, `...`
-            ident = declarator_name(p.child_by_field_name("declarator"))
-            if ident is None:
-                return None
-            params.append(ident.text)
-        tparams = tuple(self._template_names_ordered(fn))
-        return tuple(params), tparams, stmts[0].named_children[0]
+        return _one_return(*fns[0]) if len(fns) == 1 else None
 
     def _header_function(self, name: bytes) -> tuple | None:
         """`function_return` of the first project header the file includes that defines
@@ -404,19 +386,22 @@ class Context:
                              rb"\{\s*return\b[^;{}]*;\s*\}")
         for path in self._constant_headers():
             data = read_header(path)
-            if data is None or not has_word(data, name) or not defines.search(_code_of(data)):
-                continue            # (parsed only when its text has a one-return definition)
-            other = header_context(path, self.view)     # (the list is every header, in order)
-            got = other.function_return(name, own=True) if other is not None else None
+            if data is None or not has_word(data, name):
+                continue
+            code = _code_of(data)
+            found = list(defines.finditer(code))
+            if not found:
+                continue            # (read only when its text has a one-return definition)
+            if len(found) == 1:     # alone: parse the definition, not the header
+                got = _snippet_function(code, found[0])
+            elif not re.search(rb"\n[ \t]*#[ \t]*(?:else|elif)", code[found[0].end():found[-1].start()]):
+                got = None          # overloads: no one definition is the call's
+            else:                   # in `#if` branches: the header, for its live one
+                other = header_context(path, self.view)     # (the list is every header)
+                got = other.function_return(name, own=True) if other is not None else None
             if got is not None:
                 return got
         return None
-
-    def _template_names_ordered(self, fn) -> list[bytes]:
-        """The template parameter names of the template declaring `fn`, in order."""
-        p = fn.parent
-        return _template_parameters(p) if p is not None and p.type == "template_declaration" \
-            else []
 
     def switch_value(self, scope: int, name: bytes, site) -> int | None:
         """The value `name` has at `site` because `site` is in a `case C:` of `switch (name)`
@@ -765,6 +750,58 @@ def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
         if refs:
             out.setdefault(ident.text.rsplit(b"::", 1)[-1].strip(), set()).update(refs)
     return out
+
+
+def _one_return(fn, decl) -> tuple | None:
+    """(parameter names, template parameter names, returned expression) of a function
+    definition whose body is one `return expr;`, else None."""
+    body = fn.child_by_field_name("body")
+    stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_child_count:
+        return None
+    params = []
+    plist = decl.child_by_field_name("parameters")
+    for p in plist.named_children if plist is not None else ():
+        if p.type != "parameter_declaration":
+            return None             # a default value, a pack, `...`
+        ident = declarator_name(p.child_by_field_name("declarator"))
+        if ident is None:
+            return None
+        params.append(ident.text)
+    t = fn.parent
+    tparams = _template_parameters(t) if t is not None and t.type == "template_declaration" else []
+    return tuple(params), tuple(tparams), stmts[0].named_children[0]
+
+
+_SNIPPET_FUNCTIONS: dict[bytes, tuple] = {}     # definition text -> (tree, _one_return's answer)
+
+
+def _snippet_function(code: bytes, match) -> tuple | None:
+    """`_one_return` of the definition `match` found in a header's text, parsed alone: from the
+    end of the statement before it (its `template <...>` and return type) to its `}`."""
+    at = match.start()
+    start = max(code.rfind(b";", 0, at), code.rfind(b"}", 0, at), code.rfind(b"{", 0, at)) + 1
+    directive = code.rfind(b"\n#", start, at)
+    while directive >= 0:           # after a directive line between them (`#endif`, `#define`)
+        start = code.find(b"\n", directive + 1) + 1 or at
+        directive = code.rfind(b"\n#", start, at)
+    text = code[start:match.end()]
+    hit = _SNIPPET_FUNCTIONS.get(text)
+    if hit is None:
+        tree = parser().parse(text)
+        fn = next((c for c in tree.root_node.named_children
+                   if c.type in ("function_definition", "template_declaration")), None)
+        if fn is not None and fn.type == "template_declaration":
+            fn = next((c for c in fn.named_children if c.type == "function_definition"), None)
+        decl = fn.child_by_field_name("declarator") if fn is not None else None
+        while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
+            decl = decl.child_by_field_name("declarator")
+        got = _one_return(fn, decl) if decl is not None and decl.type == "function_declarator" \
+            else None
+        if len(_SNIPPET_FUNCTIONS) > 4096:
+            _SNIPPET_FUNCTIONS.clear()
+        hit = _SNIPPET_FUNCTIONS[text] = (tree, got)       # the tree keeps its nodes alive
+    return hit[1]
 
 
 def _template_parameters(template) -> list[bytes]:
