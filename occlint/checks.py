@@ -30,7 +30,6 @@ from occlint.facts import (
     arch_kernel,
     array_registers,
     effective_bounds,
-    literal_int,
     per_thread_bytes,
     per_thread_cap,
     primary_limiter,
@@ -39,6 +38,7 @@ from occlint.facts import (
     span_of,
     specialize_kernel,
     static_total,
+    usage_args,
 )
 from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, Span, Usage
 from occlint.source.text import split_lines
@@ -395,8 +395,7 @@ def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
     origin, k = arch_kernel(kf, u.arch) or (kf.origin, kf.kernel)
     if not (k.template_params and u.template_args):
         return k.launch_bounds
-    values = tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
-    bounds, _ = specialize_kernel(origin, k, values)
+    bounds, _ = specialize_kernel(origin, k, usage_args(u))
     return bounds
 
 

@@ -245,9 +245,11 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     views = source_views([*cuda, *included], config, report.includes if report is not None else None)
     result.config = config
     inputs = []
+    lent: dict[str, tuple[list[Usage], list[Usage]]] = {}    # path -> (its own, borrowed)
     for path in cuda:
-        file_usage = usage_of(path, usage, report, all_usage)
-        file_usage += borrowed_usage(path, texts[path], file_usage, report)
+        own = usage_of(path, usage, report, all_usage)
+        lent[path] = own, borrowed_usage(path, texts[path], own, report)
+        file_usage = own + lent[path][1]            # (all of them in the findings-cache key)
         result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
@@ -267,10 +269,11 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         failed = False
         for path, file_usage, file_config, errors in inputs:
             try:
-                if report is not None:      # borrowed figures, less the file's own kernels
-                    own = usage_of(path, usage, report, all_usage)
+                own, borrowed = lent[path]
+                if borrowed:                # borrowed figures, less the file's own kernels
                     defined = {k.name for k in project[path].kernels if k.is_definition}
-                    file_usage = own + borrowed_usage(path, texts[path], own, report, defined)
+                    file_usage = own + [u for u in borrowed
+                                        if u.kernel.split("::")[-1] not in defined]
                 found.extend(lint_source(texts[path], path, file_usage, file_config,
                                          source=project[path], compile_errors=errors,
                                          project=project))

@@ -199,10 +199,7 @@ def array_registers(site: Site) -> int:
     origin, k = arch_kernel(site.facts, site.arch) or (site.facts.origin, site.facts.kernel)
     if origin is None:
         return 0
-    if site.launch is not None:
-        values = launch_args(site.launch)
-    else:
-        values = tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
+    values = launch_args(site.launch) if site.launch is not None else usage_args(u)
     try:
         from occlint.source import specialize
         words = specialize(origin, k, values if k.template_params else ()).local_arrays
@@ -214,6 +211,12 @@ def array_registers(site: Site) -> int:
 def launch_args(launch: Launch) -> tuple:
     from occlint.source import launch_template_args
     return launch_template_args(launch)
+
+
+def usage_args(u: Usage) -> tuple:
+    """An instantiation's template arguments for `specialize`: integers where nvcc wrote them
+    (`256u`, `true`), else the type names."""
+    return tuple(literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
 
 
 def attributes_for(facts: Facts, k: Kernel) -> list:
@@ -388,8 +391,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
         # here (`k<T, 256>` in `template <class T> void run()`), each one it may run
         found = link.instantiations(kf.usages.get(arch, []), k, launch)
         for u in found or [None]:
-            args = launch_args(launch) if len(found) < 2 else tuple(
-                literal_int(v) if literal_int(v) is not None else v for v in u.template_args)
+            args = launch_args(launch) if len(found) < 2 else usage_args(u)
             bounds, shared = specialize_kernel(origin, k, args)
             eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
             bounds = eff.launch_bounds()
@@ -412,7 +414,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     instances = kf.usages.get(arch, []) or [None]
     for u in instances:
         values = tuple(u.template_args) if u and k.template_params else ()
-        b, shared = specialize_kernel(origin, k, tuple(literal_int(v) if literal_int(v) is not None else v for v in values)) if values else (bounds, None)
+        b, shared = specialize_kernel(origin, k, usage_args(u)) if values else (bounds, None)
         eff = effective_bounds(k, b, u, arch, facts.global_cap)
         b = eff.launch_bounds()
         static = u.static_smem if u else static_total(kf, shared)

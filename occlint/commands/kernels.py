@@ -526,13 +526,13 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     recs = records(sf)
     mine = usage_of(path, report.usages, report, all_usage) if report is not None else []
     failed_here = report is not None and os.path.realpath(path) in failed
-    headers = _defining_headers(sf, path, report, texts, memo) if report is not None else []
+    headers = _defining_headers(sf, path, report, memo) if report is not None else []
     if report is not None and not failed_here:
         # a kernel another unit compiled (engine.borrowed_usage), that neither this file nor
         # its headers define and that it launches
         defined = {k.name for f in (sf, *headers) for k in f.kernels if k.is_definition}
-        launched = {ln.callee.split("::")[-1] for ln in sf.launches} - defined
-        mine = mine + [u for u in borrowed_usage(path, texts[path], mine, report)
+        launched = {ln.callee.split("::")[-1] for ln in sf.launches}
+        mine = mine + [u for u in borrowed_usage(path, texts[path], mine, report, defined)
                        if u.kernel.split("::")[-1] in launched]
     if mine:
         add_compiler_figures(recs, sf, mine, config, archs, headers)
@@ -547,12 +547,13 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     return recs
 
 
-def _defining_headers(sf, path: str, report, texts: dict, memo: dict) -> list:
+def _defining_headers(sf, path: str, report, memo: dict) -> list:
     """The parsed project headers the unit `path` includes that define a kernel it launches
     but does not define itself (a template's `__launch_bounds__` and instantiations are read
     there, as `check` reads them). Each header is parsed once per process (`memo`)."""
     from occlint.link import find_kernel
     from occlint.source import parse
+    from occlint.source.preproc import read_header
     from occlint.toolchain.includers import user_files
 
     wanted = {ln.callee.split("::")[-1] for ln in sf.launches
@@ -563,14 +564,8 @@ def _defining_headers(sf, path: str, report, texts: dict, memo: dict) -> list:
     parsed = memo.setdefault("headers", {})
     out = []
     for dep in user_files(deps[1:], report.nvcc):
-        if dep not in parsed:
-            data = texts.get(dep)
-            if not isinstance(data, bytes):
-                try:
-                    with open(dep, "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    data = b""
+        if dep not in parsed:       # (read once per run, a regular file only)
+            data = read_header(dep) or b""
             parsed[dep] = parse(data, dep) if b"__global__" in data else None
         got = parsed[dep]
         if got is not None and any(k.is_definition and k.name in wanted for k in got.kernels):

@@ -131,8 +131,9 @@ def options_for(mod: Module) -> list[str]:
     if mod.framework == "cupy":
         opts = _cupy_options(mod, opts)
     opts += [f"-I{d}" for d in mod.include_dirs]
-    if mod.framework == "pycuda" and pycuda_include():
-        opts.append(f"-I{pycuda_include()}")
+    folder = pycuda_include() if mod.framework == "pycuda" else None
+    if folder:
+        opts.append(f"-I{folder}")
     if mod.framework == "torch":
         opts += [f"-I{d}" for d in torch_includes()]
     if mod.relocatable:      # relocatable device code, then linked with cudadevrt
