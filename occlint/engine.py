@@ -385,8 +385,8 @@ def include_line(text: str | None, unit: str, header: str) -> int | None:
 
 
 def _load_the_linter() -> None:
-    """While nvcc runs: import the parser, the facts and the rules and build the tree-sitter
-    query, which the lint after the compiles needs (~40 ms a cold one-file run waited for)."""
+    """While nvcc runs: import the parser, the facts and the rules, which the lint after the
+    compiles needs (~40 ms a cold one-file run waited for)."""
     try:
         from occlint import checks, occupancy, registry  # noqa: F401
         from occlint.facts import build_facts  # noqa: F401

@@ -641,10 +641,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from occlint.source.grammar import query_in_background
-
     config = load(args)
-    query = query_in_background()
     files, errors = discover(args.paths, config)
     report, archs = _compile(files, args, config)
     from occlint.python import is_python, names_a_compile
@@ -676,7 +673,6 @@ def _run(args) -> int:
                         python)
 
     shares, workers = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
-    query.join()
     if workers > 1:     # loaded once, before the copies fork
         from occlint.source.grammar import load_parser
         from occlint.toolchain.flags import source_views  # noqa: F401

@@ -1,14 +1,13 @@
-"""The tree-sitter CUDA language, parsers and the file query, built once, on first use (10 ms:
-commands that parse nothing never pay it)."""
+"""The tree-sitter CUDA language, a parser per thread, and the nodes of a file the model reads
+(`file_captures`)."""
 
 from __future__ import annotations
 
 import re
 import threading
-from functools import cache
 
 import tree_sitter_cuda
-from tree_sitter import Language, Parser, Query, QueryCursor
+from tree_sitter import Language, Parser
 
 LANGUAGE = Language(tree_sitter_cuda.language())
 _local = threading.local()
@@ -20,33 +19,26 @@ API_CALLS = (
     "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags",
 )
 
-# One pass over the file: every node the model and the constant evaluator need. Locals of a
-# function are looked up on demand (occlint.source.context.Context.local).
-#
-# The query has only childless patterns: building a Query analyses the grammar's 13,077 parse
-# states for every pattern with children (66 ms for the 21 patterns this used to have; 10 ms for
-# any childless query), and that was a third of a warm one-file `check`. What a pattern's
-# children said is checked on the nodes (`file_captures`); the API calls, rare in a file, are
-# found by their names in the text.
-FILE_PATTERNS = """
-(preproc_def) @def
-(preproc_function_def) @fdef
-(translation_unit) @scope
-(declaration_list) @scope
-(preproc_if) @scope
-(preproc_ifdef) @scope
-(preproc_else) @scope
-(preproc_elif) @scope
-(field_declaration) @field
-(enumerator_list) @enums
-"__global__" @global_kw
-"__shared__" @shared_kw
-(kernel_call_syntax) @chevrons
-(struct_specifier) @struct
-(type_definition) @typedef
-(alias_declaration) @typedef
-(function_definition) @function
-"""
+# The nodes the model and the constant evaluator need, found without a tree-sitter query:
+# building any Query analyses the grammar's 13,077 parse states (12-20 ms, with the GIL held)
+# and running one visits every node (a tenth of a listing). Instead, a construct written with a
+# keyword or a directive is found where its word is in the text (bytes.find, then the token at
+# that place: a word in a comment, a string or a longer name is no token), and definitions
+# without one (functions, namespace-scope declarations) by a walk of the containers that hold
+# them. Locals of a function are looked up on demand (occlint.source.context.Context.local).
+_DIRECTIVE = re.compile(rb"#[ \t]*(?:define|ifdef|ifndef|if|else|elif)\b")
+_SCOPES = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"})
+_WORDS = tuple((w.encode(), w) for w in (
+    "__global__", "__shared__", "<<<", "enum", "struct", "class", "union", "typedef", "using",
+    "namespace"))
+_BODIES = frozenset({"struct_specifier", "class_specifier", "union_specifier"})
+# what holds function definitions and declarations at namespace or class scope; a function
+# body does not (C++ has no nested functions: a definition tree-sitter reads inside one is a
+# macro followed by a block, `CUDA_KERNEL_LOOP(i, n) { ... }`, and is not a function)
+_CONTAINERS = frozenset({
+    "namespace_definition", "declaration_list", "linkage_specification", "template_declaration",
+    "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef",
+    "field_declaration_list", "friend_declaration", "ERROR"})
 # "cuda" first, as a literal: a pattern that starts with `\b` tests every byte (5x slower);
 # the word's start is checked on each match (`_api_calls`)
 _API_NAME = re.compile(rb"cuda(?:" + b"|".join(sorted((n.encode()[4:] for n in API_CALLS),
@@ -62,26 +54,10 @@ def may_hold_constructs(data: bytes) -> bool:
         _API_NAME.search(data) is not None
 
 
-@cache
-def file_query() -> Query:
-    return Query(LANGUAGE, FILE_PATTERNS)
-
-
-def query_in_background():
-    """A started thread building the query: tree-sitter compiles it (~20 ms) without holding
-    the GIL, so it overlaps a listing's discovery and reading. Join it before parsing (or
-    forking: fork_map forks only a process without threads)."""
-    thread = threading.Thread(target=file_query, name="occlint-query", daemon=True)
-    thread.start()
-    return thread
-
-
 def load_parser() -> None:
-    """Import the parser's modules and build the query now: before a listing forks its copies
-    (which then inherit them), or while nvcc runs (instead of after the last compile)."""
+    """Import the parser's modules now: before a listing forks its copies (which then inherit
+    them), or while nvcc runs (instead of after the last compile)."""
     import occlint.source.build  # noqa: F401
-
-    file_query()
 
 
 def file_captures(root, data: bytes) -> dict[str, list]:
@@ -96,45 +72,102 @@ def file_captures(root, data: bytes) -> dict[str, list]:
     api             calls of API_CALLS by name (or `::name`)
     struct          struct definitions (with a body)
     typedef         `typedef` and `using` aliases
-    function        function definitions (with a body)
+    function        function definitions (with a body), outside function bodies
     """
-    raw = QueryCursor(file_query()).captures(root)
-    out: dict[str, list] = {k: raw[k] for k in ("def", "fdef", "enums", "typedef") if k in raw}
     found: dict[str, list] = {}
-    for scope in raw.get("scope", ()):
+    scopes = [root] if root.type == "translation_unit" else []
+    containers = [root]
+    token = root.descendant_for_byte_range
+    for m in _DIRECTIVE.finditer(data):
+        tok = token(m.start(), m.end())
+        parent = tok.parent if tok is not None and tok.start_byte == m.start() else None
+        kind = parent.type if parent is not None else ""
+        if kind == "preproc_def":
+            found.setdefault("def", []).append(parent)
+        elif kind == "preproc_function_def":
+            found.setdefault("fdef", []).append(parent)
+        elif kind in _SCOPES:
+            scopes.append(parent)
+            containers.append(parent)
+    for word, name in _WORDS:
+        size = len(word)
+        at = data.find(word)
+        while at >= 0:
+            end = at + size
+            tok = token(at, end)
+            at = data.find(word, end)
+            if tok is None or tok.end_byte != end or tok.type != name:
+                continue                # in a comment, a string, a longer name
+            p = tok.parent
+            if p is not None:
+                _word(name, p, found, containers)
+    functions = []
+    seen = set()
+    while containers:
+        node = containers.pop()
+        key = (node.start_byte, node.end_byte, node.type)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key[2] == "declaration_list":
+            scopes.append(node)
+        for c in node.children:
+            kind = c.type
+            if kind == "function_definition":
+                functions.append(c)
+            elif kind == "field_declaration":
+                if c.child_by_field_name("default_value") is not None:
+                    found.setdefault("member", []).append(c)
+            elif kind in _CONTAINERS:
+                containers.append(c)
+    for scope in scopes:
         for c in scope.children:
             if c.type == "declaration":
                 found.setdefault("global", []).append(c)
-    for kw in raw.get("global_kw", ()):
-        p = kw.parent
-        if p is not None and p.type in _KERNEL_HOLDERS:
-            found.setdefault("kernel", []).append(p)
-    for kw in raw.get("shared_kw", ()):
-        p = kw.parent
-        d = p.parent if p is not None and p.type == "type_qualifier" else None
-        if d is not None and d.type == "declaration":
-            found.setdefault("shared", []).append(d)
-    for k in raw.get("chevrons", ()):
-        p = k.parent
-        if p is not None and p.type == "call_expression":
-            found.setdefault("launch", []).append(p)
-    for f in raw.get("field", ()):
-        if f.child_by_field_name("default_value") is not None:
-            found.setdefault("member", []).append(f)
-    for n in raw.get("struct", ()):
-        body = n.child_by_field_name("body")
-        if body is not None and body.type == "field_declaration_list":
-            found.setdefault("struct", []).append(n)
-    for n in raw.get("function", ()):
-        body = n.child_by_field_name("body")
+    for f in functions:
+        body = f.child_by_field_name("body")
         if body is not None and body.type == "compound_statement":
-            found.setdefault("function", []).append(n)
+            found.setdefault("function", []).append(f)
     api = _api_calls(root, data)
     if api:
         found["api"] = api
-    for name, nodes in found.items():
-        out[name] = _in_order(nodes)
-    return out
+    return {name: _in_order(nodes) for name, nodes in found.items()}
+
+
+def _word(name: str, p, found: dict, containers: list) -> None:
+    """What the token `name` (a keyword, `<<<`) with parent `p` adds to `found` and to the
+    `containers` file_captures walks."""
+    kind = p.type
+    if name == "__global__":
+        if kind in _KERNEL_HOLDERS:
+            found.setdefault("kernel", []).append(p)
+    elif name == "__shared__":
+        d = p.parent if kind == "type_qualifier" else None
+        if d is not None and d.type == "declaration":
+            found.setdefault("shared", []).append(d)
+    elif name == "<<<":
+        call = p.parent if kind == "kernel_call_syntax" else None
+        if call is not None and call.type == "call_expression":
+            found.setdefault("launch", []).append(call)
+    elif name == "enum":
+        body = p.child_by_field_name("body") if kind == "enum_specifier" else None
+        if body is not None and body.type == "enumerator_list":
+            found.setdefault("enums", []).append(body)
+    elif name == "typedef":
+        if kind == "type_definition":
+            found.setdefault("typedef", []).append(p)
+    elif name == "using":
+        if kind == "alias_declaration":
+            found.setdefault("typedef", []).append(p)
+    elif name == "namespace":        # also one tree-sitter reads inside a function body
+        if kind == "namespace_definition":
+            containers.append(p)
+    elif kind in _BODIES:
+        body = p.child_by_field_name("body")
+        if body is not None and body.type == "field_declaration_list":
+            containers.append(body)
+            if kind == "struct_specifier":
+                found.setdefault("struct", []).append(p)
 
 
 def _api_calls(root, data: bytes) -> list:
