@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-
 NO_QUERY = """
 import tree_sitter
 built, real = [], tree_sitter.Query

@@ -14,9 +14,9 @@ import sys
 from json.encoder import encode_basestring_ascii as _escape
 
 from occlint.commands.options import add_config_arguments, load
-from occlint.emit.concise import display_path
 from occlint.commands.summary import plural
 from occlint.discover import CUDA_SUFFIXES
+from occlint.emit.concise import display_path
 from occlint.units import format_size
 
 
