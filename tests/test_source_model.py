@@ -357,7 +357,50 @@ def test_a_call_of_a_function_the_file_defines_as_one_return_is_evaluated():
     sf = parse(text)
     assert sf.kernels[0].launch_bounds.max_threads == 128
     got = [(la.grid.x, la.block.x, la.dynamic_smem) for la in sf.launches]
-    assert got == [(32, 32, 0), (1, 128, 128), (None, None, 0), (None, 32, 0)]
+    assert got == [(32, 32, 0), (1, 128, 128), (None, 64, 0), (None, 32, 0)]
+
+
+def test_a_straight_line_function_is_evaluated_when_its_guards_are_false():
+    # cuda-samples' volumeRender/volumeFiltering `iDivUp`: a local, a guard that exits past
+    # UINT_MAX (<climits>, not read), then the return
+    text = ("#include <climits>\n"
+            "static unsigned int iDivUp(size_t a, size_t b) {\n"
+            "  size_t val = (a % b != 0) ? (a / b + 1) : (a / b);\n"
+            "  if (val > UINT_MAX) {\n    fprintf(stderr, \"too big\");\n    exit(1);\n  }\n"
+            "  return static_cast<unsigned int>(val);\n}\n"
+            "int guarded(int x) { if (x > 4) return 0; return x * 2; }\n"
+            "int floats(int x) { float h = x / 2.0f; return h; }\n"
+            "int written(int x) { int y = x; y += 1; return y; }\n"
+            "int chained(int x) { const int a = x + 1, b = a * 2; int c = b; return c; }\n"
+            "int nested_if(int x) { if (x) { return 1; } else { return 2; } return 3; }\n"
+            "__global__ void k() {}\n"
+            "void f() {\n  k<<<iDivUp(1000, 32), 32>>>();\n  k<<<iDivUp(size_t(1) << 40, 1), 32>>>();\n"
+            "  k<<<guarded(3), guarded(5)>>>();\n  k<<<floats(64), written(64)>>>();\n"
+            "  k<<<chained(1), nested_if(1)>>>();\n}\n")
+    got = [(la.grid.x, la.block.x) for la in parse(text).launches]
+    # a true guard (2^40 > UINT_MAX, 5 > 4) or an unknown one: no value; float and written
+    # locals, statements other than declarations and guards: none
+    assert got == [(32, 32), (None, 32), (6, None), (None, None), (4, None)]
+
+
+def test_members_of_a_local_cuda_aggregate():
+    # cuda-samples' volumeFiltering: `cudaExtent extent = {N, 0, 0};` then
+    # `gridSize(iDivUp(extent.width, blockSize.x))`: a 32-block grid, not "unknown"
+    text = ("#define STEPS 1024\n__global__ void k() {}\n"
+            "static unsigned iDivUp(unsigned a, unsigned b) { return (a + b - 1) / b; }\n"
+            "void f(int n, cudaExtent p) {\n"
+            "  cudaExtent extent = {STEPS, 0, 0};\n  dim3 blockSize(32, 1, 1);\n"
+            "  dim3 gridSize(iDivUp(extent.width, blockSize.x), 1, 1);\n"
+            "  k<<<gridSize, blockSize>>>();\n"
+            "  const cudaExtent e2 = make_cudaExtent(64, 8, 2);\n  k<<<e2.height, e2.depth>>>();\n"
+            "  int2 v{16};\n  k<<<v.y + 2, v.x>>>();\n"
+            "  cudaExtent w = {16, 16, 1};\n  w.width = n;\n  k<<<w.width, w.height>>>();\n"
+            "  cudaExtent d = {.width = 4};\n  k<<<d.width, p.width>>>();\n"
+            "  uint3 m = make_int3(1, 2, 3);\n  k<<<m.x, extent.depth + 8>>>();\n}\n")
+    got = [(la.grid.x, la.block.x) for la in parse(text).launches]
+    # the missing member of `v{16}` is zero; a written aggregate, a designated initializer, a
+    # parameter and a `make_` of another type: unknown
+    assert got == [(32, 32), (8, 2), (2, 16), (None, None), (None, None), (None, 8)]
 
 
 def test_a_branch_local_written_in_its_block_stays_unknown():

@@ -185,12 +185,16 @@ class Env:
             if c is None:
                 return a if a is not None and a == b else None
             return a if c else b
-        if t == "field_expression" and self.dim3_of is not None:     # `block.x` of a local dim3
+        if t == "field_expression":
             arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
-            if arg is not None and fld is not None and arg.type == "identifier" and \
-                    fld.text in (b"x", b"y", b"z") and scope is not None:
-                return getattr(self.dim3_of(arg, scope, 1), fld.text.decode())
-            return None
+            if arg is None or fld is None or arg.type != "identifier" or scope is None or \
+                    node.child_by_field_name("operator") is None or \
+                    node.child_by_field_name("operator").text != b".":
+                return None
+            got = self._member(arg, fld.text, scope, bind)
+            if got is not None or self.dim3_of is None or fld.text not in (b"x", b"y", b"z"):
+                return got
+            return getattr(self.dim3_of(arg, scope, 1), fld.text.decode())   # a local dim3
         if t == "type_descriptor" and node.named_child_count == 1:   # `k<N>`: N parsed as a type
             return self.value(node.named_children[0], scope, bind)
         if t == "cast_expression":
@@ -207,6 +211,38 @@ class Env:
         if t == "false":
             return 0
         return None
+
+    def _member(self, arg, member: bytes, scope, bind) -> int | None:
+        """`extent.width` of a local CUDA aggregate or vector, never written, initialized with
+        its members in order: `cudaExtent extent = {N, 0, 0};`, `int2 v{a, b}`,
+        `make_cudaExtent(w, h, d)`, `make_int2(a, b)` (missing trailing members are zero)."""
+        local = self.local(scope, arg.text, arg)
+        if local is None or len(local.decls) != 1 or local.written:
+            return None
+        type_text, decl = local.decls[0]
+        names = types.fields_of(type_text.decode("utf-8", "replace"))
+        if names is None or decl.type != "init_declarator" or \
+                member.decode("utf-8", "replace") not in names:
+            return None
+        value = decl.child_by_field_name("value")
+        if value is None:
+            return None
+        if value.type == "call_expression":
+            fn = value.child_by_field_name("function")
+            wanted = b"make_" + types.normalize(type_text.decode("utf-8", "replace")).encode()
+            if fn is None or b"".join(fn.text.split()).lstrip(b":") != wanted:
+                return None
+            items = exprs(value.child_by_field_name("arguments"))
+            if len(items) != len(names):
+                return None
+        elif value.type == "initializer_list":
+            items = exprs(value)
+            if len(items) > len(names) or any(i.type == "initializer_pair" for i in items):
+                return None
+        else:
+            return None
+        at = names.index(member.decode("utf-8", "replace"))
+        return self.value(items[at], scope, bind) if at < len(items) else 0
 
     def _binary(self, node, scope, bind):
         op = node.child_by_field_name("operator")
@@ -288,7 +324,7 @@ class Env:
         got = self.function_return(name)
         if got is None or ("f", name) in self._active:
             return None
-        params, tparams, expr = got
+        params, tparams, expr, steps = got
         if len(params) != len(values):
             return None
         inner: dict = dict(zip(params, values, strict=True))
@@ -302,7 +338,15 @@ class Env:
                     inner[p] = v
         self._active.add(("f", name))
         try:
-            got = self.value(expr, None, inner)
+            got = None
+            for local, node in steps:       # locals in order; a guard must be false
+                v = self.value(node, None, inner)
+                if v is None or (local is None and v != 0):
+                    break
+                if local is not None:
+                    inner[local] = v
+            else:
+                got = self.value(expr, None, inner)
         finally:
             self._active.discard(("f", name))
         self._called += got is not None
@@ -399,6 +443,8 @@ class Env:
             found.add(self._enum(enumerators, index))
             if len(found) > 1:
                 return None
+        if not found and plain == name:       # <climits>, <cstdint>: not read, fixed on LP64
+            return types.LIMITS.get(name)
         return found.pop() if len(found) == 1 else None
 
     def _enum(self, enumerators, index):

@@ -350,9 +350,8 @@ class Context:
         return self._visible(scope, name, local, at)
 
     def function_return(self, name: bytes, own: bool = False) -> tuple | None:
-        """(parameter names, template parameter names, the returned expression) of the one
-        function named `name` that the file defines (else, unless `own`, the first project
-        header that does), when its body is a single `return expr;`."""
+        """`_one_return` of the one function named `name` that the file defines (else, unless
+        `own`, the first project header that does)."""
         if self._returns is None:
             found: dict[bytes, list] = {}
             for _s, _e, fn in self.funcs:
@@ -753,12 +752,32 @@ def _reference_params_by_name(funcs) -> dict[bytes, set[int]]:
 
 
 def _one_return(fn, decl) -> tuple | None:
-    """(parameter names, template parameter names, returned expression) of a function
-    definition whose body is one `return expr;`, else None."""
+    """(parameter names, template parameter names, returned expression, steps before it) of a
+    function definition whose body is straight-line: integer locals declared with a value and
+    `if (cond) ...` guards without `else`, then one `return expr;` (cuda-samples' `iDivUp`,
+    which exits when the quotient exceeds UINT_MAX). Each step is (name, value node) or
+    (None, a guard's condition, which must be false for the return to be reached). Else None."""
     body = fn.child_by_field_name("body")
     stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
-    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_child_count:
+    if not stmts or stmts[-1].type != "return_statement" or not stmts[-1].named_child_count:
         return None
+    steps = []
+    for st in stmts[:-1]:
+        if st.type == "if_statement" and st.child_by_field_name("alternative") is None and \
+                st.child_by_field_name("condition") is not None and \
+                not any(c.type == "constexpr" for c in st.children):
+            steps.append((None, st.child_by_field_name("condition")))
+            continue
+        ty = st.child_by_field_name("type") if st.type == "declaration" else None
+        if ty is None or not types.is_integral(ty.text.decode("utf-8", "replace")):
+            return None
+        for d in st.children_by_field_name("declarator"):
+            name = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            value = d.child_by_field_name("value") if name is not None else None
+            if name is None or name.type != "identifier" or value is None or \
+                    value.type in ("initializer_list", "argument_list"):
+                return None
+            steps.append((name.text, value))
     params = []
     plist = decl.child_by_field_name("parameters")
     for p in plist.named_children if plist is not None else ():
@@ -770,7 +789,7 @@ def _one_return(fn, decl) -> tuple | None:
         params.append(ident.text)
     t = fn.parent
     tparams = _template_parameters(t) if t is not None and t.type == "template_declaration" else []
-    return tuple(params), tuple(tparams), stmts[0].named_children[0]
+    return tuple(params), tuple(tparams), stmts[-1].named_children[0], tuple(steps)
 
 
 _SNIPPET_FUNCTIONS: dict[bytes, tuple] = {}     # definition text -> (tree, _one_return's answer)

@@ -48,6 +48,39 @@ def size_align(type_text: str, structs: dict | None = None) -> tuple[int, int] |
     return None
 
 
+# <climits> and <cstdint> limits as nvcc on LP64 Linux defines them (headers occlint does not read)
+LIMITS = {
+    b"CHAR_BIT": 8, b"SCHAR_MAX": 127, b"SCHAR_MIN": -128, b"UCHAR_MAX": 255,
+    b"SHRT_MAX": 2**15 - 1, b"SHRT_MIN": -2**15, b"USHRT_MAX": 2**16 - 1,
+    b"INT_MAX": 2**31 - 1, b"INT_MIN": -2**31, b"UINT_MAX": 2**32 - 1,
+    b"LONG_MAX": 2**63 - 1, b"LONG_MIN": -2**63, b"ULONG_MAX": 2**64 - 1,
+    b"LLONG_MAX": 2**63 - 1, b"LLONG_MIN": -2**63, b"ULLONG_MAX": 2**64 - 1,
+    b"INT8_MAX": 127, b"INT8_MIN": -128, b"UINT8_MAX": 255,
+    b"INT16_MAX": 2**15 - 1, b"INT16_MIN": -2**15, b"UINT16_MAX": 2**16 - 1,
+    b"INT32_MAX": 2**31 - 1, b"INT32_MIN": -2**31, b"UINT32_MAX": 2**32 - 1,
+    b"INT64_MAX": 2**63 - 1, b"INT64_MIN": -2**63, b"UINT64_MAX": 2**64 - 1,
+    b"SIZE_MAX": 2**64 - 1,
+}
+
+# the CUDA runtime's plain aggregates: member names in declaration order
+_AGGREGATES = {
+    "cudaExtent": ("width", "height", "depth"),
+    "cudaPos": ("x", "y", "z"),
+}
+
+
+def fields_of(type_text: str) -> tuple[str, ...] | None:
+    """The members, in order, of a CUDA runtime aggregate or vector type (`cudaExtent`: width,
+    height, depth; `int2`: x, y); None for any other type (dim3 included: it has constructors)."""
+    name = normalize(type_text)
+    if name in _AGGREGATES:
+        return _AGGREGATES[name]
+    m = re.fullmatch(r"([a-z]+)([1-4])", name)
+    if m and m.group(1) in _VECTOR_BASES:
+        return ("x", "y", "z", "w")[:int(m.group(2))]
+    return None
+
+
 def size_of(type_text: str, structs: dict | None = None) -> int | None:
     sa = size_align(type_text, structs)
     return sa[0] if sa else None
