@@ -214,13 +214,25 @@ def instantiations(usages: Sequence[Usage], kernel: Kernel, launch: Launch | Non
     return out
 
 
+def _is(value, written: str, got: str) -> bool:
+    """A launch's template argument (as `written`, and its `value` when evaluated) is nvcc's
+    `got`: the same text, type or value; a bool's value (`kIsEven`, 1) is nvcc's `true`."""
+    if template_arg(written) == got:
+        return True
+    if value is None:
+        return False
+    if got in ("true", "false"):
+        return value == (got == "true")
+    return template_arg(value) == got
+
+
 def _may_be(value, written: str, got: str) -> bool:
-    """A launch's template argument (evaluated `value`, else as `written`) may be nvcc's `got`:
-    the same value or type, or a name this file cannot resolve (a template parameter)."""
-    if value is not None:
-        return template_arg(value) == got
+    """A launch's template argument may be nvcc's `got`: it is (`_is`), or it is a name this
+    file cannot resolve (a template parameter)."""
+    if _is(value, written, got):
+        return True
     w = template_arg(written)
-    return w == got or (w.isidentifier() and w not in _TYPES)
+    return value is None and w.isidentifier() and w not in _TYPES
 
 
 _TYPES = frozenset(("float", "double", "int", "char", "bool", "short", "long", "unsigned",
@@ -236,10 +248,12 @@ def instantiation(usages: Sequence[Usage], kernel: Kernel, launch: Launch | None
         return None
     if launch is None or not kernel.template_params:
         return usages[0] if len(usages) == 1 else None
-    wanted = [template_args(launch.template_args), template_args(launch.template_values)]
+    written = launch.template_args
+    values = (*launch.template_values, *(None,) * (len(written) - len(launch.template_values)))
     for u in usages:
         got = template_args(u.template_args)
-        if got and got in wanted:
+        if got and len(got) == len(written) and \
+                all(_is(v, w, g) for v, w, g in zip(values, written, got, strict=False)):
             return u
     return usages[0] if len(usages) == 1 and not launch.template_args else None
 

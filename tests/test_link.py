@@ -42,6 +42,41 @@ def test_launches_attributes_and_usages_link_to_one_kernel():
     assert launches.of_usage(usages[1]) == [sf.launches[1]]
 
 
+ALIASED = """\
+template <int N, bool E> __global__ void fwd(float* x) { extern __shared__ float s[]; }
+__global__ void other(float* x) {}
+void run(float* x, int n, bool even) {
+    constexpr int kThreads = 128;
+    constexpr bool kEven = false;
+    auto kernel = &fwd<kThreads, true>;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    kernel<<<n, kThreads, 65536>>>(x);
+    fwd<64, kEven><<<n, 64>>>(x);
+    auto written = &fwd<32, true>;
+    written = &fwd<32, false>;
+    written<<<n, 32>>>(x);
+    auto either = even ? &fwd<64, true> : &fwd<64, false>;
+    either<<<n, 64>>>(x);
+}
+"""
+
+
+def test_a_local_initialized_with_a_kernel_launches_that_kernel():
+    """flash-attention's and causal-conv1d's `auto kernel = &k<Traits, ...>;` then
+    `cudaFuncSetAttribute(kernel, ...)` and `kernel<<<...>>>`: the launch and the attribute
+    are k's, with the template arguments of the initializer; a bool argument's value (1, 0)
+    is nvcc's `true`/`false`. A local written again, or chosen at run time, is not followed."""
+    sf = parse(ALIASED, "a.cu")
+    fwd = link.find_kernel(sf, "fwd")
+    got = [(la.callee, la.template_args, link.find_kernel(sf, la)) for la in sf.launches]
+    assert got == [("fwd", ("kThreads", "true"), fwd), ("fwd", ("64", "kEven"), fwd),
+                   ("written", (), None), ("either", (), None)]
+    assert [(a.kernel, a.value) for a in link.attributes_of(sf, fwd)] == \
+        [("fwd", 65536)]
+    usages = [_u("fwd", ["128", "true"]), _u("fwd", ["64", "false"]), _u("fwd", ["64", "true"])]
+    assert [link.instantiation(usages, fwd, la) for la in sf.launches[:2]] == usages[:2]
+
+
 def test_lockfile_keys_use_the_same_normaliser():
     sf = parse(SRC, "a.cu")
     doc = lock.build([_u("ns::k", ["256"])], sf.launches)

@@ -207,10 +207,28 @@ class LaunchReader:
 
     # --- records -------------------------------------------------------------------------------
 
+    def kernel_ref(self, node, call):
+        """The kernel `node` names: itself, or, for a local of the function around `call`
+        initialized once with a kernel and never written (`auto kernel =
+        &flash_fwd_kernel<Traits, true>;` then `kernel<<<...>>>` and
+        `cudaFuncSetAttribute(kernel, ...)`), that kernel reference."""
+        if node is None or node.type != "identifier":
+            return node
+        scope = self.ctx.scope_of(call.start_byte)
+        local = self.env.local(scope, node.text, node) if scope is not None else None
+        if local is None or len(local.decls) != 1 or local.written or \
+                local.decls[0][1].type != "init_declarator":
+            return node
+        ref = unwrap_kernel_ref(local.decls[0][1].child_by_field_name("value"))
+        if ref is None or ref.type not in ("identifier", "qualified_identifier",
+                                           "template_function") or ref.text == node.text:
+            return node
+        return ref
+
     def launch(self, callee_node, call, grid, block, smem, stream, kind, config=None,
                args=()) -> Launch | None:
         ctx, tx = self.ctx, self.ctx.tx
-        name, targs = callee_parts(callee_node)
+        name, targs = callee_parts(self.kernel_ref(callee_node, call))
         if name is None:
             return None
         scope = ctx.scope_of(call.start_byte)
@@ -315,7 +333,7 @@ class LaunchReader:
 
     def _attribute(self, call, args) -> AttributeCall | None:
         ctx, tx = self.ctx, self.ctx.tx
-        name, targs = callee_parts(unwrap_kernel_ref(args[0]))
+        name, targs = callee_parts(self.kernel_ref(unwrap_kernel_ref(args[0]), call))
         if name is None:
             return None
         scope = ctx.scope_of(call.start_byte)
