@@ -393,7 +393,7 @@ def _load_the_linter() -> None:
         from occlint.source.grammar import load_parser
         load_parser()
         occupancy.prepare_all()
-    except Exception:       # noqa: BLE001 - only a head start: the lint imports them anyway
+    except Exception:
         pass
 
 

@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 
 from occlint import link
 from occlint.config import Config
-from occlint.model import CompileError, Kernel, Launch, LaunchBounds, SharedDecl, SourceFile, Span, Usage
+from occlint.model import (
+    CompileError,
+    Kernel,
+    Launch,
+    LaunchBounds,
+    SharedDecl,
+    SourceFile,
+    Span,
+    Usage,
+)
 from occlint.occupancy import Occupancy
 
 STATIC_SMEM_LIMIT = 48 * 1024        # per block without opt-in (all archs occlint supports)

@@ -25,9 +25,9 @@ from occlint.buildfiles import is_build_file
 from occlint.config import Config, load_config
 from occlint.discover import is_cuda
 from occlint.errors import OcclintError
+from occlint.files import read_regular
 from occlint.model import Finding, Span, Usage
 from occlint.python import is_python, lint_python, might_have_cuda
-from occlint.files import read_regular
 from occlint.source.text import split_lines
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,

@@ -111,7 +111,7 @@ def _in_child() -> None:      # between fork and exec: no imports, no locks
     # the fork and its own "+g" (a SIGKILL) left a compile's children running
     fd = WATCHDOG.fd
     if fd is not None:
-        try:                # noqa: SIM105 - no contextlib between fork and exec
+        try:
             os.write(fd, b"+g%d\n" % os.getpid())
         except OSError:
             pass
@@ -305,7 +305,7 @@ def fork_map(fn, items: list, workers: int | None = None) -> list:
                     with os.fdopen(w, "wb") as fh:
                         fh.write(data)
                     code = 0
-                except BaseException:     # noqa: BLE001 - any failure: the parent redoes its items
+                except BaseException:
                     pass
                 finally:
                     os._exit(code)

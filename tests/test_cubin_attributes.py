@@ -10,8 +10,8 @@ import pytest
 
 from occlint import occupancy
 from occlint.config import Config
-from occlint.source import parse, specialize
 from occlint.link import match_usage
+from occlint.source import parse, specialize
 from occlint.toolchain import collect_usage
 
 ARCHS = ("sm_75", "sm_80", "sm_90", "sm_120")

@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import SCALE_100, run_cli, run_main
 
 

@@ -7,6 +7,7 @@ import os
 import time
 
 from conftest import SCALE_100, run_cli
+
 from occlint.toolchain.cache import TAG, Cache, looks_like_cache
 
 KEY = "ab" + "0" * 62

@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-
 from conftest import SCALE_100
 
 

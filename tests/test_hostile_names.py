@@ -11,9 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_cli
 
 from occlint.toolchain.safe import is_safe, stage
-from conftest import run_cli
 
 KERNEL = """\
 #include "helper.cuh"

@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 from urllib.parse import unquote_to_bytes
 
 import pytest
-
 from conftest import SCALE_100, run_cli
+
 from occlint.emit import EMITTERS
 
 NAME = b"caf\xe9 \x1b[31m\"q\"\n<&>.cu"     # Latin-1 byte, ESC, quote, newline, XML specials

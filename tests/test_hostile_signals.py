@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import SCALE_100
 
 FAKE_NVCC = """#!/bin/sh

@@ -12,8 +12,8 @@ from conftest import FIXTURES
 from occlint import fix
 from occlint.config import Config
 from occlint.engine import lint_source
-from occlint.noqa import read as noqa_map
 from occlint.model import Edit, Usage
+from occlint.noqa import read as noqa_map
 
 CASES = sorted(p for p in FIXTURES.glob("*.cu") if not p.name.endswith(".fixed.cu"))
 

@@ -15,7 +15,7 @@ CASES = Path(__file__).parent / "source_cases"
 
 def ptxas_report(nvcc: str, path: Path, tmp_path: Path) -> dict[str, int]:
     """Demangled entry function -> static shared bytes, from `ptxas -v` (sm_90)."""
-    import cxxfilt                      # imported here: its import runs `ldconfig -p` twice
+    import cxxfilt  # imported here: its import runs `ldconfig -p` twice
 
     r = subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-o", str(tmp_path / "out.cubin"),
                         str(path), "-Xptxas", "-v"], capture_output=True, text=True, timeout=300)

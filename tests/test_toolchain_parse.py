@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from occlint.config import Config
-from occlint.model import Kernel, Span
 from occlint.link import match_usage
+from occlint.model import Kernel, Span
 from occlint.toolchain import archs_for, load_sidecars, usage_by_arch
 from occlint.toolchain.cache import Cache, parse_depfile
 from occlint.toolchain.cubin import cubin_usage, object_cubins

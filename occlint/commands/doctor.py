@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from occlint.commands.options import add_config_arguments, load
 
 
@@ -32,7 +31,8 @@ def checkable(archs) -> list[str]:
 def run(args) -> int:
     from occlint.toolchain import find_nvcc
     from occlint.toolchain.cache import cache_dir, looks_like_cache, stats
-    from occlint.toolchain.database import find_for, load as load_db
+    from occlint.toolchain.database import find_for
+    from occlint.toolchain.database import load as load_db
     from occlint.toolchain.flags import archs_for
     from occlint.toolchain.libraries import wheel_include_dirs
 
@@ -131,8 +131,8 @@ def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
     import os
     import shlex
 
-    from occlint.errors import OcclintError
     from occlint.discover import is_unit
+    from occlint.errors import OcclintError
     from occlint.toolchain.compile import compile_command
     from occlint.toolchain.flags import unit_command
 

@@ -14,15 +14,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    import dataclasses
     import sys
 
-    import dataclasses
-
     from occlint import lock
-    from occlint.facts import build_facts
     from occlint.discover import discover
     from occlint.engine import read_text
     from occlint.errors import OcclintError
+    from occlint.facts import build_facts
     from occlint.project import Project
     from occlint.toolchain import collect_usage
 

@@ -9,7 +9,6 @@ each with `kernel`, `arch`, `message` and its figures).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 

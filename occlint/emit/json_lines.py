@@ -5,7 +5,6 @@ Also home of `relative_path`, which every format with project-relative paths use
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 

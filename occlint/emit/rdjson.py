@@ -9,13 +9,12 @@ unsafe fixes only with `--unsafe-fixes`. The key is left out otherwise.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 
 from occlint.baseline import source_line
+from occlint.emit.encode import dumps
 from occlint.emit.json_lines import relative_path
 from occlint.emit.sarif import INFORMATION_URI, rule_url
-from occlint.emit.encode import dumps
 from occlint.model import Finding, Span
 
 SEVERITIES = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}

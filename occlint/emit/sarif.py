@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from occlint import __version__
-from occlint.emit.json_lines import relative_path
 from occlint.emit.encode import dumps, to_bytes, uri_path
+from occlint.emit.json_lines import relative_path
 from occlint.model import Finding, Span
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

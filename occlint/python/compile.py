@@ -79,7 +79,7 @@ def torch_includes() -> list[str]:
     try:
         if importlib.util.find_spec("torch") is None:
             return []
-        from torch.utils import cpp_extension    # noqa: PLC0415 - heavy, only when needed
+        from torch.utils import cpp_extension
         try:
             return list(cpp_extension.include_paths(device_type="cuda"))
         except TypeError:
@@ -289,7 +289,7 @@ def _with_unit(u: Usage, path: str) -> Usage:
 
 def _with_nvcc(mod: Module, source: str, options: list[str], arch: str, path: str, nvcc, config) -> Compiled:
     from occlint.toolchain.compile import compile_one
-    from occlint.toolchain.flags import vetted      # nothing that runs or writes (vet.py)
+    from occlint.toolchain.flags import vetted  # nothing that runs or writes (vet.py)
 
     with tempfile.TemporaryDirectory(prefix="occlint-py-") as tmp:
         unit = os.path.join(tmp, "kernel.cu")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from occlint.fix import make_span
 from occlint.model import CompileError, Edit, Finding, Fix, Usage
-from occlint.python.extract import Arg, Module, PyAttribute, PyLaunch, PyModel, Unknown
+from occlint.python.extract import Arg, Module, PyModel, Unknown
 from occlint.python.strings import UNKNOWN
 
 HOST = "__occlint_python_launches__"

@@ -55,7 +55,7 @@ def library() -> ctypes.CDLL | None:
             for path in _candidates():
                 try:
                     lib = ctypes.CDLL(path)
-                    lib.nvrtcVersion  # noqa: B018 - the symbol must exist
+                    lib.nvrtcVersion
                 except (OSError, AttributeError):
                     continue
                 _LIB = lib

@@ -742,7 +742,7 @@ def _project_file(path: str) -> bool:
     not the running Python's wheels). Walking library headers cost seconds per file."""
     hit = _PROJECT_FILES.get(path)
     if hit is None:
-        from occlint.toolchain.includers import user_files   # lazy: source/ sits below toolchain/
+        from occlint.toolchain.includers import user_files  # lazy: source/ sits below toolchain/
 
         if len(_PROJECT_FILES) > 65536:
             _PROJECT_FILES.clear()

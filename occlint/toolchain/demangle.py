@@ -70,7 +70,7 @@ def demangle(mangled: str) -> str:
     try:
         if _cxa_demangle() is not None:
             return _native(mangled) or mangled
-        import cxxfilt                        # another platform: cxxfilt's library search
+        import cxxfilt  # another platform: cxxfilt's library search
 
         return cxxfilt.demangle(mangled)
     except Exception:  # not a valid name, or no C++ runtime: keep the symbol

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Sequence
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # run from a checkout, not installed
 
-from occlint import gpus  # noqa: E402
-from occlint.occupancy import compute, max_potential_block_size  # noqa: E402
+from occlint import gpus
+from occlint.occupancy import compute, max_potential_block_size
 
 HERE = Path(__file__).resolve().parent
 
