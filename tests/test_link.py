@@ -57,6 +57,8 @@ void run(float* x, int n, bool even) {
     written<<<n, 32>>>(x);
     auto either = even ? &fwd<64, true> : &fwd<64, false>;
     either<<<n, 64>>>(x);
+    void (*typed)(float*) = other;
+    typed<<<n, 32>>>(x);
 }
 """
 
@@ -70,7 +72,8 @@ def test_a_local_initialized_with_a_kernel_launches_that_kernel():
     fwd = link.find_kernel(sf, "fwd")
     got = [(la.callee, la.template_args, link.find_kernel(sf, la)) for la in sf.launches]
     assert got == [("fwd", ("kThreads", "true"), fwd), ("fwd", ("64", "kEven"), fwd),
-                   ("written", (), None), ("either", (), None)]
+                   ("written", (), None), ("either", (), None),
+                   ("other", (), link.find_kernel(sf, "other"))]
     assert [(a.kernel, a.value) for a in link.attributes_of(sf, fwd)] == \
         [("fwd", 65536)]
     usages = [_u("fwd", ["128", "true"]), _u("fwd", ["64", "false"]), _u("fwd", ["64", "true"])]

@@ -68,9 +68,12 @@ def is_dead(node, root) -> bool:
 
 
 def declarator_name(node):
-    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`), or None."""
+    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`, `(*k)(int)`), or None."""
     while node is not None and node.type not in ("identifier", "field_identifier"):
-        node = node.child_by_field_name("declarator")
+        if node.type == "parenthesized_declarator":
+            node = node.named_children[0] if node.named_child_count else None
+        else:
+            node = node.child_by_field_name("declarator")
     return node
 
 
@@ -881,8 +884,8 @@ def _classify_use(node, local: Local) -> None:
                                     parent.child_by_field_name("declarator") == node)):
         # a parameter, or a declaration without initializer: a name whose value is unknown
         p = parent
-        while p is not None and p.type in _DECLARATORS:
-            p = p.parent
+        while p is not None and (p.type in _DECLARATORS or p.type == "function_declarator"):
+            p = p.parent            # (a function pointer: `void (*k)(float *) = kern;`)
         if p is not None and p.type in ("declaration", "parameter_declaration",
                                         "optional_parameter_declaration"):
             type_node = p.child_by_field_name("type")

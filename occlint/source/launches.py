@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
-from occlint.source.context import Context
+from occlint.source.context import Context, declarator_name
 from occlint.source.values import config_choices
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
@@ -216,10 +216,16 @@ class LaunchReader:
             return node
         scope = self.ctx.scope_of(call.start_byte)
         local = self.env.local(scope, node.text, node) if scope is not None else None
-        if local is None or len(local.decls) != 1 or local.written or \
-                local.decls[0][1].type != "init_declarator":
+        if local is None or len(local.decls) != 1 or local.written:
             return node
-        ref = unwrap_kernel_ref(local.decls[0][1].child_by_field_name("value"))
+        decl = local.decls[0][1]
+        if decl.type == "declaration":      # `void (*k)(float *) = kern;`: its init_declarator
+            decl = next((d for d in decl.children_by_field_name("declarator")
+                         if d.type == "init_declarator" and
+                         getattr(declarator_name(d), "text", None) == node.text), decl)
+        if decl.type != "init_declarator":
+            return node
+        ref = unwrap_kernel_ref(decl.child_by_field_name("value"))
         if ref is None or ref.type not in ("identifier", "qualified_identifier",
                                            "template_function") or ref.text == node.text:
             return node
