@@ -673,3 +673,53 @@ def test_a_kernel_written_with_a_macro_for_global_is_a_kernel(tmp_path):
             "void run(int* x) { f<<<1000, 100>>>(x); }\n")
     sf = parse(text, str(tmp_path / "g.cu"))
     assert [k.qualname for k in sf.kernels] == ["f"] and [d.kernel for d in sf.shared] == ["f"]
+
+
+def test_a_local_declared_in_two_preprocessor_branches():
+    # Rodinia's mergesort: `#ifdef MERGE_WG_SIZE_0 const int THREADS = ...; #else const int
+    # THREADS = 256; #endif` read the first (dead) branch: a false OCC031 at 48 threads
+    text = ("__global__ void k(float *p) {}\n"
+            "void a(float *p) {\n#ifdef BAR\n  const int T = 48;\n#else\n  const int T = 256;\n"
+            "#endif\n  k<<<64, T>>>(p);\n}\n"
+            "void b(float *p) {\n#if 0\n  const int T = 48;\n  T = 2;\n#else\n  const int T = 256;\n"
+            "#endif\n  k<<<64, T>>>(p);\n}\n")
+    from occlint.source.preproc import View
+    decided = parse(text, view=View(complete=True)).launches      # a unit's flags: BAR unset
+    assert [la.block.x for la in decided] == [256, 256]
+    # no flags known: `#ifdef BAR` undecided, both branches live, two declarations in one
+    # block and neither is "the" one (`#if 0` is dead in any view)
+    assert [la.block.x for la in parse(text).launches] == [None, 256]
+
+
+def test_nvcc_never_defines_device_emulation():
+    # Rodinia's hybridsort: `#ifndef __DEVICE_EMULATION__ #define WARP_LOG_SIZE 5 ...`
+    text = ("#ifndef __DEVICE_EMULATION__\n#define WARP_LOG_SIZE 5\n#else\n#define WARP_LOG_SIZE 0\n"
+            "#endif\n#define THREAD_N (3 << WARP_LOG_SIZE)\n__global__ void k(float *p) {}\n"
+            "void h(float *p) { k<<<64, THREAD_N>>>(p); }\n")
+    assert parse(text).launches[0].block.x == 96
+
+
+def test_a_local_assigned_once_after_its_declaration():
+    # Rodinia's gaussian: `int block_size; block_size = MAXBLOCKSIZE; dim3 dimBlock(block_size);`
+    text = ("#define MAXBLOCKSIZE 512\n__global__ void k(float *p) {}\n"
+            "void h(float *p, int n, bool c) {\n  int bs, other;\n  k<<<1, bs>>>(p);\n"
+            "  bs = MAXBLOCKSIZE;\n  dim3 b(bs);\n  k<<<1, b>>>(p);\n"
+            "  int twice;\n  twice = 64;\n  twice = 128;\n  k<<<1, twice>>>(p);\n"
+            "  int branch;\n  if (c) branch = 32;\n  k<<<1, branch>>>(p);\n"
+            "  int loop;\n  for (;;) { loop = 32; k<<<1, loop>>>(p); }\n"
+            "  int plus;\n  plus += 32;\n  k<<<1, plus>>>(p);\n}\n")
+    # before the assignment, assigned twice, in a branch, in a loop, by `+=`: unknown
+    assert [la.block.x for la in parse(text).launches] == [None, 512, None, None, None, None]
+
+
+def test_a_dim3_given_fields_by_statements_of_its_block():
+    # Rodinia's bucketsort/mergesort: `dim3 threads(32); k<<<g, threads>>>(); threads.x = 128;
+    # k2<<<g, threads>>>();` lost both blocks
+    text = ("__global__ void k(float *p) {}\nvoid host(float *p, int n, bool c) {\n"
+            "  dim3 t(32, 2);\n  k<<<64, t>>>(p);\n  t.x = 128;\n  k<<<64, t>>>(p);\n"
+            "  t.y = n;\n  k<<<64, t>>>(p);\n"
+            "  dim3 u(16);\n  if (c) u.x = 64;\n  k<<<64, u>>>(p);\n"
+            "  dim3 v = dim3(8, 8);\n  k<<<1, v>>>(p);\n  v.x += 8;\n"
+            "  dim3 w(4);\n  { w.x = 32; }\n  k<<<1, w>>>(p);\n}\n")
+    # a field set in a branch or a nested block, or by `+=`: unknown
+    assert [la.block.total for la in parse(text).launches] == [64, 256, None, None, None, None]

@@ -43,6 +43,22 @@ def exprs(node) -> list:
     return [c for c in node.named_children if c.type != "comment"]
 
 
+def _assigned_once(decl, local: Local, at):
+    """The value node of `name = value;`, the one write of a local declared without a value
+    (`int block_size;`), when that statement and the use `at` after it are in the block of
+    the declaration (not in a branch or loop of it); else None."""
+    if decl.type != "declaration" or len(local.writes) != 1 or local.fields or at is None:
+        return None
+    write, block = local.writes[0], decl.parent
+    op = write.child_by_field_name("operator") if write.type == "assignment_expression" else None
+    stmt = write.parent
+    if op is None or op.text != b"=" or stmt is None or stmt.type != "expression_statement" or \
+            block is None or stmt.parent != block or block.type != "compound_statement" or \
+            not write.end_byte <= at.start_byte < block.end_byte:
+        return None
+    return write.child_by_field_name("right")
+
+
 def _div(a: int, b: int) -> int | None:
     if b == 0:
         return None
@@ -383,7 +399,7 @@ class Env:
         if scope is not None and plain == name:
             local = self.local(scope, name, at)
             if local is not None:
-                return self._local(name, local, scope, bind)
+                return self._local(name, local, scope, bind, at)
         key = ("g", name)
         if key in self._memo:
             return self._memo[key]
@@ -396,23 +412,28 @@ class Env:
             self._active.discard(key)
         return v
 
-    def _local(self, name, local, scope, bind):
+    def _local(self, name, local, scope, bind, at=None):
         # a local's initializer reads the same template bindings as the expression naming it
-        if len(local.decls) != 1 or local.written:
+        if len(local.decls) != 1:
             return None
         type_text, decl = local.decls[0]
         if types.normalize(type_text.decode("utf-8", "replace")) in ("dim3", "float", "double"):
             return None
         key = ("l", scope, name)
-        if key in self._active or decl.type != "init_declarator":
+        if key in self._active:
             return None
+        if local.written or decl.type != "init_declarator":
+            value = _assigned_once(decl, local, at)     # `int b; b = 512;` read after it
+            if value is None:
+                return None
+        else:
+            value = decl.child_by_field_name("value")
         memo = ("lv", id(local)) if not bind else None   # a Local lives as long as its Context
         if memo in self._memo:
             return self._memo[memo]
         self._active.add(key)
         cut, narrowed = self._cut, self._narrowed
         try:
-            value = decl.child_by_field_name("value")
             if value is not None and value.type in ("initializer_list", "argument_list"):
                 got = self.value(value.named_children[0], scope, bind) \
                     if value.named_child_count == 1 else None

@@ -462,13 +462,15 @@ class Context:
                     block = block.parent
                 if block is not None:
                     blocks.append((decl, block))
-        best = None
+        best, same = None, False
         for decl, block in blocks:
             if decl[1].start_byte < at.start_byte and \
-                    block.start_byte <= at.start_byte < block.end_byte and \
-                    (best is None or block.start_byte > best[1].start_byte):
-                best = (decl, block)
-        if best is None:
+                    block.start_byte <= at.start_byte < block.end_byte:
+                if best is None or block.start_byte > best[1].start_byte:
+                    best, same = (decl, block), False
+                elif block.start_byte == best[1].start_byte:
+                    same = True     # two in one block: `#ifdef` branches this view keeps both of
+        if best is None or same:
             return local
         decl, block = best
         key = (scope, name, block.start_byte)
@@ -497,6 +499,8 @@ class Context:
             if node is None or node.start_byte != start or node.end_byte != start + end or \
                     node.type != "identifier":
                 continue                       # in a comment, a string, or a longer token
+            if self.dead(node):
+                continue                       # `#if 0`, or a branch false for this view
             _classify_use(node, local)
         for args in local.passed:       # `f(x)` where f takes a non-const reference writes x
             call = args.parent

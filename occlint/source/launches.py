@@ -128,19 +128,13 @@ class LaunchReader:
                 init = local.decls[0][1]
                 if init.type == "declaration" and not local.whole_written:
                     return self._fields(local, scope, text)       # `dim3 b; b.x = 128;`
-                if local.written or init.type not in ("init_declarator", "function_declarator"):
+                if init.type not in ("init_declarator", "function_declarator") or \
+                        local.whole_written:
                     return Dim3(None, None, None, text)
-                if init.type == "function_declarator":          # `dim3 b(BX, BY);`
-                    params = _args(init.child_by_field_name("parameters"))
-                    if any(p.type != "parameter_declaration" or
-                           p.child_by_field_name("declarator") is not None for p in params):
-                        return Dim3(None, None, None, text)
-                    return self._components([p.child_by_field_name("type") for p in params],
-                                            scope, text)
-                value = init.child_by_field_name("value")
-                if value is not None and value.type == "argument_list":
-                    return self._components(_args(value), scope, text)
-                return self._with_text(self.dim3(value, scope, depth + 1), text)
+                base = self._initial(init, scope, depth, text)
+                if local.written:       # `dim3 t(32); k<<<g, t>>>(); t.x = 128; k<<<g, t>>>();`
+                    return self._rewritten(local, init, base, node, scope, text)
+                return base
         v = self.env.value(node, scope)
         if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
             return Dim3(_extent(v), 1, 1, text)
@@ -167,6 +161,43 @@ class LaunchReader:
             else:
                 vals.append(_extent(self.env.value(values[0], scope)) if values else 1)
         return Dim3(vals[0], vals[1], vals[2], text)
+
+    def _initial(self, init, scope, depth: int, text: str) -> Dim3:
+        """The value a dim3 local is declared with (`init`: its init_declarator, or the
+        function declarator `dim3 b(BX, BY);` parses as)."""
+        if init.type == "function_declarator":
+            params = _args(init.child_by_field_name("parameters"))
+            if any(p.type != "parameter_declaration" or
+                   p.child_by_field_name("declarator") is not None for p in params):
+                return Dim3(None, None, None, text)
+            return self._components([p.child_by_field_name("type") for p in params], scope, text)
+        value = init.child_by_field_name("value")
+        if value is not None and value.type == "argument_list":
+            return self._components(_args(value), scope, text)
+        return self._with_text(self.dim3(value, scope, depth + 1), text)
+
+    def _rewritten(self, local, init, base: Dim3, use, scope, text) -> Dim3:
+        """A dim3 declared with a value and then given fields (`t.x = 128;`) by statements of
+        its own block, at `use`: its value with the assignments before `use` made in order.
+        Unknown when a field is assigned anywhere else (a branch, a loop) or other than by `=`."""
+        block = init.parent.parent if init.parent is not None else None
+        if block is None or block.type != "compound_statement" or \
+                not init.end_byte <= use.start_byte < block.end_byte:
+            return Dim3(None, None, None, text)
+        before = []
+        for name, values in local.fields.items():
+            for value in values:
+                assign = value.parent if value is not None else None
+                stmt = assign.parent if assign is not None else None
+                if name not in (b"x", b"y", b"z") or stmt is None or \
+                        stmt.type != "expression_statement" or stmt.parent != block:
+                    return Dim3(None, None, None, text)
+                if assign.end_byte <= use.start_byte:
+                    before.append((assign.start_byte, name, value))
+        got = {b"x": base.x, b"y": base.y, b"z": base.z}
+        for _at, name, value in sorted(before, key=lambda b: b[0]):
+            got[name] = _extent(self.env.value(value, scope))
+        return Dim3(got[b"x"], got[b"y"], got[b"z"], text)
 
     def _components(self, args, scope, text) -> Dim3:
         if not 1 <= len(args) <= 3:

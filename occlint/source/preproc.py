@@ -601,9 +601,10 @@ class _State:
         return out
 
 
-# what hipcc defines and nvcc never does (`#if defined(__HIPCC__)`: ROCm branches of ML code)
+# what hipcc defines and nvcc never does (`#if defined(__HIPCC__)`: ROCm branches of ML code),
+# and what nvcc no longer defines (`__DEVICE_EMULATION__`: the emulation mode CUDA 3.0 removed)
 _HIP = frozenset((b"__HIPCC__", b"__HIP__", b"__HIP_PLATFORM_AMD__", b"__HIP_PLATFORM_HCC__",
-                  b"__HIP_DEVICE_COMPILE__", b"__HIP_ROCclr__"))
+                  b"__HIP_DEVICE_COMPILE__", b"__HIP_ROCclr__", b"__DEVICE_EMULATION__"))
 
 
 def _reserved(name: bytes) -> bool:
