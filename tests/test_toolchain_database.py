@@ -427,5 +427,8 @@ def test_an_api_a_newer_cuda_removed_says_what_replaced_it():
     assert "use the _sync forms" in explain_removed('identifier "__shfl_up" is undefined')
     assert "__ballot_sync" in explain_removed('identifier "__ballot" is undefined')
     assert "cudaDeviceGetAttribute" in explain_removed('class "cudaDeviceProp" has no member "clockRate"')
+    # Rodinia (11 units): CUDA 13 removed the cudaThread* calls
+    assert "use cudaDeviceSynchronize" in explain_removed(
+        'identifier "cudaThreadSynchronize" is undefined')
     assert explain_removed('identifier "__shfl_up_sync" is undefined') == \
         'identifier "__shfl_up_sync" is undefined'

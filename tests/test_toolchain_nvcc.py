@@ -7,6 +7,7 @@ import re
 import subprocess
 
 import pytest
+from conftest import run_main
 
 from occlint.config import Config
 from occlint.toolchain import collect_usage
@@ -268,3 +269,35 @@ def test_meanwhile_runs_while_the_compiles_do_and_not_on_a_warm_run(tmp_path, nv
     assert called == [1] and again.cached == 1
     assert [u.registers for us in again.usages.values() for u in us] == \
         [u.registers for us in first.usages.values() for u in us]
+
+
+def test_a_cu_file_another_file_includes_is_read_through_it(tmp_path, nvcc_path):
+    """Rodinia: 27 `.cu` fragments that a main.cu `#include`s (after defining their types and
+    macros) were compiled alone, 863 compile errors; they are read as headers, through the
+    including unit (followed up a chain), with its macros."""
+    from occlint.toolchain.includers import fragments
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.cu").write_text('typedef float fp;\n#define NUMBER_THREADS 32\n'
+                                 '#include "kern.cu"\n#include "work.cu"\n')
+    (app / "kern.cu").write_text("__global__ void kern(fp *p) { p[threadIdx.x] = 0.f; }\n")
+    (app / "work.cu").write_text('#include "master.cu"\n')
+    (app / "master.cu").write_text("void master(fp *p) {\n  dim3 threads;\n"
+                                   "  threads.x = NUMBER_THREADS;\n  kern<<<2, threads>>>(p);\n}\n")
+    other = tmp_path / "other"          # a unit of the same name elsewhere: not included
+    other.mkdir()
+    (other / "kern.cu").write_text("__global__ void alone(float *p) { p[0] = 1.f; }\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_80",))
+    paths = [str(p) for p in (app / "kern.cu", app / "master.cu", app / "work.cu",
+                               app / "main.cu", other / "kern.cu")]
+    found = fragments(paths, config)
+    assert {k: [v.rsplit("/", 1)[-1] for v in vs] for k, vs in found.items()} == {
+        paths[0]: ["main.cu"], paths[1]: ["main.cu"], paths[2]: ["main.cu"]}
+    report = collect_usage(paths[:2] + paths[4:], config)     # the fragments without main.cu
+    assert report.errors == [] and report.compiled == 2      # main.cu and other/kern.cu
+    assert sorted(u.kernel for u in report.usage_for(paths[0])) == ["kern"]
+    proc = run_main("kernels", paths[1], "--arch", "sm_80", "--config",
+                    f"cache-dir = '{tmp_path / 'cache'}'", cwd=tmp_path)
+    assert "launch kern<<<2, threads>>> grid=2 block=32" in proc.stdout, proc.stdout + proc.stderr
+    assert "sm_80: occupancy" in proc.stdout

@@ -409,9 +409,14 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     if not units and not lone_headers:
         return report
     cache = report.cache = None if config.no_cache else Cache(cache_dir(config))
-    extra = includers.for_headers(lone_headers, units, config, cache) if lone_headers else []
+    fragments = includers.fragments(units, config)       # `.cu` files another file includes
+    units = [u for u in units if u not in fragments]
+    given = {os.path.realpath(u) for u in units}
+    extra = [(u, f) for f, roots in fragments.items() for u in roots[:includers.MAX_INCLUDERS]
+             if not any(os.path.realpath(r) in given for r in roots)]
+    extra += includers.for_headers(lone_headers, units, config, cache) if lone_headers else []
     report.borrowed = {u: h for u, h in extra}
-    units = units + [u for u, _h in extra if u not in units]
+    units = list(dict.fromkeys(units + [u for u, _h in extra]))
     if not units:
         report.archs = archs_for(config)
         return report

@@ -306,10 +306,14 @@ def source_views(paths: Iterable[str], config: Config,
 
     out = {}
     named: dict[str, list] = memo.setdefault("named", {})   # an #include name -> its units
+    if "fragments" not in memo:         # `.cu` files another file includes: read as headers
+        from occlint.toolchain.includers import fragments
+        memo["fragments"] = fragments(paths, config)
+    frags = memo["fragments"]
     for path in wanted:
-        if not is_header(path):
+        if not is_header(path) and path not in frags:
             out[path] = unit_view(path)
-    headers = [p for p in wanted if is_header(p)]
+    headers = [p for p in wanted if is_header(p) or p in frags]
     if not headers:
         return out
     base = view_from_flags(config_flags(config), config.root, complete=False)   # a header's
@@ -320,7 +324,9 @@ def source_views(paths: Iterable[str], config: Config,
         for unit, deps in includes.items():
             for dep in deps:
                 readers.setdefault(dep, []).append(unit)
-    includers = {path: _includers(path, paths, readers, config, named)[:MAX_PREFIX_INCLUDERS]
+    includers = {path: (_includers(path, paths, readers, config, named)
+                        if path not in frags or (readers and readers.get(os.path.realpath(path)))
+                        else frags[path])[:MAX_PREFIX_INCLUDERS]
                  for path in headers}
     wanted_at: dict[str, set[str]] = {}         # unit -> the headers to read its macros at
     for path, readers_of in includers.items():

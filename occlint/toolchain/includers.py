@@ -164,6 +164,7 @@ def forget() -> None:
     """Forget unit texts read by an earlier run (the language server lives long)."""
     _TEXTS.clear()
     _by_name.cache_clear()
+    _listing.cache_clear()
 
 
 def _text(path: str) -> str:
@@ -215,6 +216,82 @@ def _included_by(header: str, given: set[str], config: Config) -> bool:
         return False
     mine = tuple(sorted(u for u in given if u.endswith(".cu") and dict.__contains__(db.entries, u)))
     return bool(_by_name(mine).get(os.path.basename(header)))      # (read once per run)
+
+
+def fragments(paths, config: Config) -> dict[str, list[str]]:
+    """The .cu files among `paths` that are not compiled on their own -> the units to compile
+    for them: no compilation database lists them, and a file of their folder or the one above
+    `#include`s them by a quoted name that resolves to them from its own folder (Rodinia's
+    kernel.cu, which main.cu includes; compiled alone they fail on names main.cu defines).
+    They are read as headers, through those units (an including file that is itself such a
+    fragment is followed to its own units)."""
+    from occlint.discover import UNIT_SUFFIXES
+
+    found: dict[str, list[str]] = {}
+    for path in dict.fromkeys(p for p in paths if p.endswith(UNIT_SUFFIXES)):
+        units = _roots(path, config, set())
+        if units:
+            found[path] = units
+    return found
+
+
+def _roots(path: str, config: Config, seen: set[str]) -> list[str]:
+    """The units compiled for `path` when it is a fragment (see `fragments`), else []."""
+    from occlint.toolchain.database import database_for
+
+    real = os.path.realpath(path)
+    if real in seen or len(seen) > 8:
+        return []
+    seen.add(real)
+    db = database_for(path, config)
+    if db is not None and db.entry_for(path) is not None:
+        return []                                 # the build compiles it
+    out: list[str] = []
+    for including in _including(real):
+        out.extend(_roots(including, config, seen) or [including])
+    return list(dict.fromkeys(out))
+
+
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".inl")
+
+
+def _including(real: str) -> list[str]:
+    """Files of `real`'s folder and the one above whose `#include "..."` names resolve, from
+    their own folder, to `real`."""
+    from occlint.source.preproc import read_header
+
+    name = os.path.basename(real)
+    word = name.encode()
+    out = []
+    here = os.path.dirname(real)
+    for folder in dict.fromkeys((here, os.path.dirname(here))):
+        for other in _listing(folder):
+            if other == real:
+                continue
+            data = read_header(other)
+            if not data or word not in data:
+                continue
+            text = data.decode("utf-8", "replace")
+            for _line, written in include_lines(text):
+                if os.path.basename(written) == name and os.path.realpath(
+                        os.path.join(os.path.dirname(other), written)) == real and \
+                        _quoted(text, written):
+                    out.append(other)
+                    break
+    return out
+
+
+def _quoted(text: str, written: str) -> bool:
+    return f'"{written}"' in text
+
+
+@functools.lru_cache(maxsize=256)
+def _listing(folder: str) -> tuple[str, ...]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ()
+    return tuple(os.path.join(folder, n) for n in names if n.endswith(_SOURCE_SUFFIXES))
 
 
 def _shown(path: str) -> str:

@@ -201,6 +201,9 @@ _REMOVED: list[tuple[re.Pattern, str]] = [(re.compile(p), hint) for p, hint in (
      "forms with a lane mask"),
     (r"identifier \"__(?:any|all|ballot)\" is undefined",
      "__any, __all and __ballot were removed: use __any_sync, __all_sync, __ballot_sync"),
+    (r"identifier \"cudaThread(?:Synchronize|Exit)\" is undefined",
+     "cudaThreadSynchronize and cudaThreadExit were removed in CUDA 13: use "
+     "cudaDeviceSynchronize and cudaDeviceReset"),
     (r"class \"cudaDeviceProp\" has no member",
      "CUDA 13 removed some cudaDeviceProp fields (clockRate, memoryClockRate, ...): ask "
      "cudaDeviceGetAttribute"),
