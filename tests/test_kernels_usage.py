@@ -89,7 +89,7 @@ def test_kernels_text_names_instantiations_launches_and_missing_occupancy(tmp_pa
 
 BASES = """\
 __global__ void launched(float* x, int steps) { x[threadIdx.x] *= 2; }
-constexpr int bound() { int b = BOUND; return b; }
+constexpr int bound() { int b = 0; for (int i = 0; i < BOUND; ++i) ++b; return b; }
 __global__ void __launch_bounds__(bound()) bounded(float* x, int steps) { x[threadIdx.x] *= 2; }
 __global__ void runtime_only(float* x, int steps) {
     float acc[40];
@@ -111,7 +111,7 @@ void run(float* x, int threads) {
 
 def test_every_compiled_kernel_has_an_occupancy_with_its_basis(tmp_path, nvcc_path):
     """launch: a constant launch; launch_bounds: bounds only the cubin knows (a constexpr
-    function of two statements, which the parser does not evaluate); best: the best block size, which the engine
+    function with a loop, which the parser does not evaluate); best: the best block size, which the engine
     confirms is the best."""
     from occlint import occupancy
 

@@ -432,3 +432,17 @@ def test_an_api_a_newer_cuda_removed_says_what_replaced_it():
         'identifier "cudaThreadSynchronize" is undefined')
     assert explain_removed('identifier "__shfl_up_sync" is undefined') == \
         'identifier "__shfl_up_sync" is undefined'
+
+
+def test_the_configs_include_dirs_and_macros_add_to_a_build_entry(tmp_path):
+    """An OCC900 for a missing header advises `include-dirs`: it applies to a unit with a
+    database (or setup.py) entry too, after the entry's own flags (it was ignored there)."""
+    unit = tmp_path / "k.cu"
+    unit.write_text("")
+    _db(tmp_path / "build", (unit, "-DFROM_BUILD -Iown"))
+    database.forget_folders()
+    config = Config(root=str(tmp_path), include_dirs=("inc",), defines=("EXTRA=1",))
+    flags = list(unit_command(str(unit), config).flags)
+    build, added = flags.index("-DFROM_BUILD"), flags.index("-I" + str(tmp_path / "inc"))
+    assert build < added and "-DEXTRA=1" in flags
+    assert "-I" + str(tmp_path / "inc") not in unit_command(str(unit), Config(root=str(tmp_path))).flags

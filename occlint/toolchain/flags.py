@@ -174,7 +174,10 @@ def _flags(path: str, config: Config, library_dirs: Sequence[str] = (),
     flags = filter_flags(args, entry.source)
     if not _is_nvcc_command(entry.arguments):   # a host compiler's command: its paths and macros
         flags = host_portable(flags)
-    return tuple(vetted(flags, entry.directory) + libs), entry.directory, entry
+    # the config's include folders, macros and flags add to the build's (what an OCC900 for a
+    # missing header advises: `include-dirs`), after them
+    return (tuple(vetted(flags, entry.directory) + config_flags(config) + libs), entry.directory,
+            entry)
 
 
 def _is_nvcc_command(args: Sequence[str]) -> bool:

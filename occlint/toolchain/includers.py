@@ -261,7 +261,7 @@ def _including(real: str) -> list[str]:
     from occlint.source.preproc import read_header
 
     name = os.path.basename(real)
-    word = name.encode()
+    word = os.fsencode(name)
     out = []
     here = os.path.dirname(real)
     for folder in dict.fromkeys((here, os.path.dirname(here))):
