@@ -145,6 +145,9 @@ class Launch:
     dispatch: bool = False    # the block is one `case` of a `switch` on it (a size dispatch)
     computed: bool = False    # the block comes from a call of a function of the file (iDivUp(w, 16))
     argc: int | None = None   # the kernel's arguments (a chevron launch): picks an overload
+    # an unknown block written with template parameters of the launching function
+    # (`Ktraits::kNThreads`): the parameter names, for saying why it is unknown
+    block_template: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

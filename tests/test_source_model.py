@@ -723,3 +723,30 @@ def test_a_dim3_given_fields_by_statements_of_its_block():
             "  dim3 w(4);\n  { w.x = 32; }\n  k<<<1, w>>>(p);\n}\n")
     # a field set in a branch or a nested block, or by `+=`: unknown
     assert [la.block.total for la in parse(text).launches] == [64, 256, None, None, None, None]
+
+
+def test_a_block_that_is_a_template_parameter_of_the_launching_function():
+    # Rodinia's dwt2d: `template <int WIN_SX> void launch(...) { k<<<g, WIN_SX>>>(); }`, called
+    # as launch<192>, launch<128>, launch<64>: one of those three (each a launch to evaluate)
+    from occlint.commands.kernels import records, why_no_occupancy
+
+    text = ("template<int N> __global__ void k(float* p) { p[threadIdx.x] = 0.f; }\n"
+            "template<int S> struct Traits { static constexpr int kNThreads = S; };\n"
+            "template<int B> void nocall(float* p) { k<B><<<1000, B>>>(p); }\n"
+            "template<int kNThreads> void viatype(float* p) {\n"
+            "  using Ktraits = Traits<kNThreads>;\n"
+            "  k<Ktraits::kNThreads><<<1000, Ktraits::kNThreads>>>(p);\n}\n"
+            "template<int T> void called(float* p) { k<T><<<10, T>>>(p); }\n"
+            "template<int D> void deduced(float* p, int n) { k<D><<<10, D>>>(p); }\n"
+            "void run(float* p, int n) { viatype<64>(p); called<32>(p); ::called<256>(p);\n"
+            "  deduced<64>(p, n); deduced(p, n); }\n")
+    sf = parse(text)
+    assert [la.choices for la in sf.launches] == [(), (), ((32, 0), (256, 0)), ()]
+    recs = [r for r in records(sf) if r["kind"] == "launch"]
+    why = [why_no_occupancy(r, True, {"k"}) for r in recs]
+    assert why[0] == ("the block size `B` is a template parameter of `nocall` that no call in "
+                      "this file gives as a constant")
+    assert why[1].startswith("the block size `Ktraits::kNThreads` depends on template "
+                             "parameters of `viatype` (`kNThreads`) through a type")
+    assert why[2] == "the launch could not be matched to one compiled instantiation"
+    assert why[3].startswith("the block size `D` is a template parameter of `deduced`")

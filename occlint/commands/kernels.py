@@ -88,6 +88,8 @@ def records(sf) -> list[dict]:
             "dynamic_smem_text": la.dynamic_smem_text,
             "template_args": list(la.template_args), "template_values": list(la.template_values),
             "function": la.function, "runtime_block": la.runtime_block, "call_text": None,
+            "block_template": list(la.block_template),
+            "block_choices": sorted({b for b, _smem in la.choices}),
         })
     for a in sf.attributes:
         out.append({
@@ -136,16 +138,25 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
     if r["runtime_block"]:
         return ("the block size is chosen at run time by "
                 "cudaOccupancyMaxPotentialBlockSize")
-    if r["block"] is None:
+    if r["block"] is None and r.get("block_template"):
+        fn = r["function"] or "its function"
+        if r["block_template"] == [r["block_text"]]:
+            return (f"the block size `{r['block_text']}` is a template parameter of `{fn}` that "
+                    "no call in this file gives as a constant")
+        names = ", ".join(f"`{n}`" for n in r["block_template"])
+        return (f"the block size `{r['block_text']}` depends on template parameters of `{fn}` "
+                f"({names}) through a type, which occlint does not evaluate")
+    if r["block"] is None and not r.get("block_choices"):
         return f"the block size `{r['block_text']}` is not a compile-time constant"
     if r["dynamic_smem"] is None:
         return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
                 "constant")
-    if r["block"] > 1024:
-        return f"a block of {r['block']} threads is more than a block may have (1024): the launch fails"
+    block = r["block"] if r["block"] is not None else max(r["block_choices"])   # the largest
+    if block > 1024:
+        return f"a block of {block} threads is more than a block may have (1024): the launch fails"
     limit = (bounds or {}).get(r["name"].split("::")[-1])
-    if limit is not None and r["block"] > limit:
-        return (f"a block of {r['block']} threads is more than the kernel's __launch_bounds__ "
+    if limit is not None and block > limit:
+        return (f"a block of {block} threads is more than the kernel's __launch_bounds__ "
                 f"({limit}): the launch fails")
     if not compiled:
         return not_compiled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
@@ -301,7 +302,27 @@ class LaunchReader:
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
             choices=choices, sweep="array" in trace and len({c[0] for c in choices}) >= 3,
             dispatch=dispatch, computed=computed, argc=_argc(call) if kind == "chevron" else None,
+            block_template=self._template_words(block, call) if b.total is None and not choices
+            else (),
         )
+
+    def _template_words(self, block, call) -> tuple[str, ...]:
+        """The template parameters of the function around `call` that the block expression
+        names, itself or through a local alias (`using Ktraits = Traits<kNThreads>;`)."""
+        fn = self.ctx.function_at(call.start_byte)
+        if block is None or fn is None:
+            return ()
+        params = self.ctx._template_names(fn)
+        if not params:
+            return ()
+        words = set(re.findall(rb"[A-Za-z_]\w*", block.text))
+        body = fn.text
+        for w in list(words):
+            alias = re.search(rb"\busing\s+" + re.escape(w) + rb"\s*=([^;]*);", body) or \
+                re.search(rb"\btypedef\b([^;]*)\b" + re.escape(w) + rb"\s*;", body)
+            if alias:
+                words |= set(re.findall(rb"[A-Za-z_]\w*", alias.group(1)))
+        return tuple(sorted(w.decode("utf-8", "replace") for w in words & params))
 
     def chevrons(self) -> list[Launch]:
         out = []

@@ -9,7 +9,8 @@ sorted distinct values, or None when any path is unknown or there are more than 
 
 from __future__ import annotations
 
-from occlint.source.context import Context, declarator_name, word_starts
+from occlint.source.consteval import exprs
+from occlint.source.context import Context, _template_parameters, declarator_name, word_starts
 
 MAX_VALUES = 16
 MAX_DEPTH = 4
@@ -69,6 +70,8 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
         if len(local.decls) == 1 and local.decls[0][1].type in (
                 "parameter_declaration", "optional_parameter_declaration"):
             return _parameter(ctx, local.decls[0][1], scope, depth, trace)
+        if len(local.decls) == 1 and local.decls[0][1].type == "function_definition":
+            return _template_parameter(ctx, local.decls[0][1], node.text, depth, trace)
         out: set[int] = set()
         for _type, decl in local.decls:       # `int b = sizes[j];` in two loops: either
             value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
@@ -164,6 +167,42 @@ def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
     return out if calls else None
 
 
+def _template_parameter(ctx: Context, fn, name: bytes, depth, trace) -> set[int] | None:
+    """Union over the calls in this file of template function `fn` of the template argument
+    each names for its parameter `name` (Rodinia's dwt2d: `launch<192>(...)`,
+    `launch<128>(...)`, `launch<64>(...)`); None when a call leaves it to deduction or passes
+    an unknown, or there is no call."""
+    t = fn.parent
+    if depth >= MAX_DEPTH or t is None or t.type != "template_declaration":
+        return None
+    names = _template_parameters(t)
+    if name not in names:
+        return None
+    index = names.index(name)
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    ident = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
+    if ident is None:
+        return None
+    out: set[int] = set()
+    calls = 0
+    for call in _calls(ctx, ident.text):
+        f = call.child_by_field_name("function")
+        while f is not None and f.type == "qualified_identifier":
+            f = f.child_by_field_name("name")
+        targs = exprs(f.child_by_field_name("arguments")) \
+            if f is not None and f.type == "template_function" else []
+        if len(targs) <= index or fn.start_byte <= call.start_byte < fn.end_byte:
+            return None         # deduced, defaulted, or the template calling itself
+        got = _values(ctx, targs[index], ctx.scope_of(call.start_byte), depth + 1, {}, trace)
+        if got is None:
+            return None
+        out |= got
+        calls += 1
+    return out if calls else None
+
+
 def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
                    dynamic_smem: int | None, trace: set | None = None) -> tuple[tuple[int, int], ...]:
     """(block size, dynamic shared memory) pairs a launch may take when either is one of a few
@@ -199,8 +238,8 @@ def _calls(ctx: Context, name: bytes) -> list:
     for start in word_starts(ctx.data, name, 0, len(ctx.data)):
         ident = ctx.tree.root_node.descendant_for_byte_range(start, start + len(name))
         call = ident.parent if ident is not None else None
-        if call is not None and call.type in ("qualified_identifier", "template_function"):
-            call = call.parent
+        while call is not None and call.type in ("qualified_identifier", "template_function"):
+            call = call.parent          # `ns::f(...)`, `f<32>(...)`, `::f<32>(...)`
         if call is None or call.type != "call_expression" or ctx.dead(call):
             continue
         fnode = call.child_by_field_name("function")
