@@ -750,3 +750,22 @@ def test_a_block_that_is_a_template_parameter_of_the_launching_function():
                              "parameters of `viatype` (`kNThreads`) through a type")
     assert why[2] == "the launch could not be matched to one compiled instantiation"
     assert why[3].startswith("the block size `D` is a template parameter of `deduced`")
+
+
+def test_a_launch_after_an_empty_macro_statement_is_read():
+    # Rodinia's dwt2d: `#define PERF_BEGIN` then `PERF_BEGIN` alone on the line before the
+    # launch: tree-sitter read both as one declaration and the launch was not listed
+    text = ("#define PERF_BEGIN\n#define PERF_END(name)\n#define TIMED // nothing\n"
+            "#ifdef PROFILE\n#define MAYBE start()\n#else\n#define MAYBE\n#endif\n"
+            "__global__ void k(float *p) {}\n"
+            "void host(float *p) {\n  PERF_BEGIN\n  k<<<4, 128>>>(p);\n  PERF_END(\"k\")\n"
+            "  TIMED\n  k<<<8, 64>>>(p);\n}\n"
+            "void other(float *p) {\n  MAYBE\n  k<<<2, 32>>>(p);\n}\n")
+    sf = parse(text)
+    # MAYBE is not empty in every branch, but an all-capitals name alone before a launch is a
+    # macro whatever it is defined as (Rodinia's PERF_BEGIN is defined in a header)
+    assert [(la.grid.x, la.block.x) for la in sf.launches] == [(4, 128), (8, 64), (2, 32)]
+    assert sf.text == text and sf.launches[0].span.line == 12
+    lower = parse("__global__ void k(float *p) {}\nvoid h(float *p) {\n  maybe\n"
+                  "  k<<<2, 32>>>(p);\n}\n")
+    assert lower.launches == ()         # a lower-case name: left to the parser

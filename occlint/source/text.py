@@ -27,6 +27,47 @@ _BOUNDS_MACRO = re.compile(
     rb"|" + _MACRO + rb"(?=\s*" + _QUALS + rb"void\b))")
 
 
+# `#define PERF_BEGIN` and `#define PERF_END(name)` (empty), then `PERF_BEGIN` or
+# `PERF_END("k")` alone on a line beside a launch (Rodinia's dwt2d): tree-sitter reads the line
+# and the launch as one statement and the launch is lost. Such a line is blanked: the compiler
+# sees nothing there either.
+_EMPTY_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)\n]*\))?"
+                           rb"(?:[ \t]*|[ \t]+//[^\n]*)\r?$", re.M)
+_ANY_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+_LONE_NAME = re.compile(rb"\n[ \t]*(([A-Za-z_]\w*)[ \t]*(\([^\n]*\))?)[ \t]*;?[ \t]*\r?(?=\n)")
+
+
+def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of the lines that are only a use of a macro this file defines empty
+    (every `#define` of it is): `NAME` of an object-like one, `NAME(...)` of a function-like
+    one; never in a macro's continued body."""
+    if b"define" not in data:
+        return []
+    empty: dict[bytes, list] = {}
+    for m in _EMPTY_DEFINE.finditer(data):
+        if data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip(b" \t") == b"":
+            empty.setdefault(m.group(1), []).append(m.group(2) is not None)
+    if not empty:
+        return []
+    counts: dict[bytes, int] = {}
+    for m in _ANY_DEFINE.finditer(data):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    kind = {n: f[0] for n, f in empty.items() if counts.get(n) == len(f) and len(set(f)) == 1}
+    return [(m.start(1), m.end(1)) for m in _LONE_NAME.finditer(data)
+            if m.group(2) in kind and kind[m.group(2)] == (m.group(3) is not None) and
+            data[m.start() - 1:m.start()] != b"\\"]
+
+
+# an all-capitals name alone on the line before a launch, with no `;` (a statement can never
+# be that): a macro, whatever a header defines it as; blanked so the launch is read
+_MACRO_BEFORE_LAUNCH = re.compile(rb"\n[ \t]*([A-Z_][A-Z0-9_]*)[ \t]*\r?\n(?=[ \t\r\n]*[^\n]*<<<)")
+
+
+def _macro_before_launch(data: bytes) -> list[tuple[int, int]]:
+    return [(m.start(1), m.end(1)) for m in _MACRO_BEFORE_LAUNCH.finditer(data)
+            if data[m.start() - 1:m.start()] != b"\\"]
+
+
 def decode(data: str | bytes) -> str:
     """UTF-8 with the BOM stripped and bad bytes replaced; lone surrogates become U+FFFD."""
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -57,6 +98,8 @@ class Text:
 
     def _blank(self) -> bytes:
         spans = []
+        quiet = _empty_macro_lines(self.data) + _macro_before_launch(self.data) \
+            if b"<<<" in self.data else []
         if b"__maxnreg__" in self.data or b"__cluster_dims__" in self.data \
                 or b"__align__" in self.data:
             spans += [(m.group(1).decode(), m.start(), m.end(), m.group(2))
@@ -64,7 +107,7 @@ class Text:
         if b"__global__" in self.data:      # after `void` (group 1) or before it (group 3)
             spans += [("bounds_macro", m.start(g), m.end(g), m.group(g))
                       for m in _BOUNDS_MACRO.finditer(self.data) for g in (1, 3) if m.group(g)]
-        if not spans:
+        if not spans and not quiet:
             return self.data
         out = bytearray(self.data)
         for kind, start, end, args in sorted(spans, key=lambda b: b[1]):
@@ -72,6 +115,8 @@ class Text:
             for i in range(start, end):
                 if out[i] not in (10, 13):
                     out[i] = 32
+        for start, end in quiet:
+            out[start:end] = b" " * (end - start)
         return bytes(out)
 
     def char_offset(self, b: int) -> int:
