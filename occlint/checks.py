@@ -670,8 +670,16 @@ def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
             if len(launch.arg_spans) > 1 and is_literal(facts.text[arg.start:arg.end]) \
                     and (lb is None or lb.max_threads is None or up <= lb.max_threads):
                 # unsafe: threads past the old count run the kernel body (they may write past a
-                # `__shared__ float tile[100]`) and every block's data range shifts
-                fix = FixSpec((Edit(str(up), arg),), "unsafe", values)
+                # `__shared__ float tile[100]`) and every block's data range shifts. A grid
+                # written as a division by the block (`n / 16`) is scaled to the same threads;
+                # else the title says the extra threads need a guard (Rodinia's huffman)
+                grid_span = launch.arg_spans[0]
+                grid = facts.text[grid_span.start:grid_span.end]
+                scaled = _scaled_grid(grid, total, up)
+                more = {**values, "grid": grid.strip(), "scaled": scaled}
+                fix = FixSpec((Edit(scaled, grid_span), Edit(str(up), arg)), "unsafe", more,
+                              "scaled") if scaled is not None else \
+                    FixSpec((Edit(str(up), arg),), "unsafe", more, "unscaled")
             yield Hit("OCC031", arg, values, "message", None, kf.kernel.qualname, fix, ())
 
 

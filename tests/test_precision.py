@@ -111,6 +111,22 @@ def test_occ031_round_up_is_unsafe():
     assert f.fix is not None and f.fix.applicability == "unsafe"
 
 
+def test_occ031_round_up_scales_a_grid_written_from_the_block_size():
+    # Rodinia's huffman: `pack2<<<n / 16, 16>>>` on an unguarded kernel; rounding the block
+    # alone ran twice the threads, out of bounds
+    text = ("__global__ void pack2(const unsigned *in, unsigned *out) {\n"
+            "  unsigned tid = blockDim.x * blockIdx.x + threadIdx.x;\n  out[tid] = in[tid];\n}\n"
+            "void host(const unsigned *in, unsigned *out, unsigned n, int g) {\n"
+            "  pack2<<<n / 16, 16>>>(in, out);\n  pack2<<<g, 48>>>(in, out);\n}\n")
+    fixes = [f.fix for f in lint_source(text, "t.cu", [], Config()) if f.code == "OCC031"]
+    assert [[e.content for e in fx.edits] for fx in fixes] == [["n / 32", "32"], ["64"]]
+    assert fixes[0].message == ("Round the block size up to 32 and the grid to `n / 32` (was "
+                                "`n / 16`): the same threads when their count is a multiple of 32")
+    assert fixes[1].message == ("Round the block size up to 64; the grid `g` is not scaled: each "
+                                "block runs 16 more threads, which the kernel must guard "
+                                "(`if (i < n)`)")
+
+
 # --- 2: a kernel's findings are at the kernel's own file and line ---------------------------------
 
 HEADER = """\
