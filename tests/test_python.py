@@ -401,6 +401,32 @@ def test_setup_py_cuda_extension_flags_compile_the_unit(tmp_path, nvcc_path):
     assert [u.static_smem for u in report.usages[str(tmp_path / "csrc" / "k.cu")]] == [8192]
 
 
+def test_setup_py_nvcc_flags_through_a_helper_or_unreadable(tmp_path):
+    # mamba: extra_compile_args={"nvcc": append_nvcc_threads([...])} lost every flag silently
+    from occlint.python.extensions import extension_entries
+
+    (tmp_path / "k.cu").write_text("")
+    setup = tmp_path / "setup.py"
+    setup.write_text(textwrap.dedent('''\
+        import os
+        from setuptools import setup
+        from torch.utils.cpp_extension import CUDAExtension
+        def append_nvcc_threads(args):
+            return args + ["--threads", "4"]
+        setup(name="x", ext_modules=[
+            CUDAExtension(name="a", sources=["k.cu"], extra_compile_args={
+                "nvcc": append_nvcc_threads(["-U__CUDA_NO_HALF_OPERATORS__", "--use_fast_math"])}),
+            CUDAExtension(name="b", sources=["k.cu"],
+                          extra_compile_args={"nvcc": os.environ["FLAGS"].split()}),
+            CUDAExtension(name="c", sources=["k.cu"], extra_compile_args={"nvcc": []})])
+        '''))
+    a, b, c = extension_entries(str(setup))
+    assert "-U__CUDA_NO_HALF_OPERATORS__" in a["arguments"] and "--use_fast_math" in a["arguments"]
+    assert "occlint_warning" not in a and "occlint_warning" not in c
+    assert b["occlint_warning"] == ("setup.py:9: the nvcc flags of this extension are not a "
+                                    "list occlint can read: it compiles without them")
+
+
 def test_load_call_in_a_python_file_gives_flags(tmp_path):
     from occlint.python.extensions import run_entries
 

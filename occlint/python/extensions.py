@@ -43,6 +43,28 @@ def _flag_list(value) -> list[str]:
     return got or []
 
 
+def _wrapped_list(ex, value) -> list[str]:
+    """The flags of a literal list passed to a helper (mamba's `append_nvcc_threads([...])`,
+    which adds `--threads 4`): the list's own strings."""
+    import libcst as cst
+
+    from occlint.python.extract import Unknown
+
+    if not isinstance(value, Unknown) or not value.source:
+        return []
+    try:
+        call = cst.parse_expression(value.source)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return []
+    if not isinstance(call, cst.Call) or len(call.args) != 1 or call.args[0].keyword is not None \
+            or not isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+        return []
+    items = call.args[0].value.elements
+    if not all(isinstance(e.value, cst.SimpleString) for e in items):
+        return []
+    return [e.value.evaluated_value for e in items if isinstance(e.value.evaluated_value, str)]
+
+
 def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
     """Compile-database entries for the `.cu` sources of every CUDAExtension/load call in one
     Python file (paths relative to its folder). An unreadable or unparsable file gives none."""
@@ -88,12 +110,17 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
             flags = list(TORCH_NVCC_FLAGS)
             if name:
                 flags.append(f"-DTORCH_EXTENSION_NAME={name[0].rsplit('.', 1)[-1]}")
+            unread = None
             if api == "CUDAExtension":
                 extra = ex.value(kwargs["extra_compile_args"]) if "extra_compile_args" in kwargs else None
-                if isinstance(extra, dict):
-                    flags += _flag_list(extra.get("nvcc"))
-                elif isinstance(extra, (list, tuple)):
-                    flags += _flag_list(extra)
+                nvcc = extra.get("nvcc") if isinstance(extra, dict) else extra
+                got = _flag_list(nvcc) or _wrapped_list(ex, nvcc)
+                flags += got
+                if nvcc is not None and not got and not (isinstance(nvcc, (list, tuple)) and
+                                                         not nvcc):
+                    unread = (f"{os.path.basename(setup_path)}:{ex.positions[node].start.line}: the nvcc "
+                              "flags of this extension are not a list occlint can read: it "
+                              "compiles without them")
                 includes = _flag_list(ex.value(kwargs["include_dirs"])) if "include_dirs" in kwargs else []
                 macros = ex.value(kwargs["define_macros"]) if "define_macros" in kwargs else []
                 for m in macros if isinstance(macros, (list, tuple)) else []:
@@ -112,7 +139,8 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
                     continue
                 path = os.path.normpath(os.path.join(folder, src))
                 entries.append({"directory": folder, "file": path,
-                                "arguments": ["nvcc", "-c", path, "-o", path + ".o", *flags]})
+                                "arguments": ["nvcc", "-c", path, "-o", path + ".o", *flags],
+                                **({"occlint_warning": unread} if unread else {})})
 
     wrapper.module.visit(Calls())
     return entries

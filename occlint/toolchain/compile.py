@@ -483,6 +483,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         os.cpu_count() or 1)
     WARNINGS.clear()
     WARNINGS.update(said_before)
+    WARNINGS.update(e["occlint_warning"] for e in extra_entries if e.get("occlint_warning"))
     pool = thread_map(work, todo, workers) if todo else None
     try:
         done = iter(pool) if pool else ()
