@@ -736,20 +736,26 @@ def test_a_block_that_is_a_template_parameter_of_the_launching_function():
             "template<int kNThreads> void viatype(float* p) {\n"
             "  using Ktraits = Traits<kNThreads>;\n"
             "  k<Ktraits::kNThreads><<<1000, Ktraits::kNThreads>>>(p);\n}\n"
-            "template<int T> void called(float* p) { k<T><<<10, T>>>(p); }\n"
+            "template<int T> void called(float* p) { plain<<<10, T>>>(p); }\n"
+            "template<int W> void paired(float* p) { k<W><<<10, W>>>(p); }\n"
             "template<int D> void deduced(float* p, int n) { k<D><<<10, D>>>(p); }\n"
+            "__global__ void plain(float* p) {}\n"
             "void run(float* p, int n) { viatype<64>(p); called<32>(p); ::called<256>(p);\n"
+            "  paired<64>(p); paired<128>(p);\n"
             "  deduced<64>(p, n); deduced(p, n); }\n")
     sf = parse(text)
-    assert [la.choices for la in sf.launches] == [(), (), ((32, 0), (256, 0)), ()]
+    # `paired`: each block goes with its own instantiation (k<64> at 64, k<128> at 128), not
+    # with both: no choices (Rodinia's dwt2d got a false OCC032, 128 threads with k<64, 8>)
+    assert [la.choices for la in sf.launches] == [(), (), ((32, 0), (256, 0)), (), ()]
     recs = [r for r in records(sf) if r["kind"] == "launch"]
-    why = [why_no_occupancy(r, True, {"k"}) for r in recs]
-    assert why[0] == ("the block size `B` is a template parameter of `nocall` that no call in "
-                      "this file gives as a constant")
+    why = [why_no_occupancy(r, True, {"k", "plain"}) for r in recs]
+    assert why[0] == ("the block size `B` is a template parameter of `nocall`: one size per "
+                      "instantiation of it, which occlint does not list")
     assert why[1].startswith("the block size `Ktraits::kNThreads` depends on template "
                              "parameters of `viatype` (`kNThreads`) through a type")
     assert why[2] == "the launch could not be matched to one compiled instantiation"
-    assert why[3].startswith("the block size `D` is a template parameter of `deduced`")
+    assert why[3].startswith("the block size `W` is a template parameter of `paired`")
+    assert why[4].startswith("the block size `D` is a template parameter of `deduced`")
 
 
 def test_a_launch_after_an_empty_macro_statement_is_read():

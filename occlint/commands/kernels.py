@@ -141,8 +141,8 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
     if r["block"] is None and r.get("block_template"):
         fn = r["function"] or "its function"
         if r["block_template"] == [r["block_text"]]:
-            return (f"the block size `{r['block_text']}` is a template parameter of `{fn}` that "
-                    "no call in this file gives as a constant")
+            return (f"the block size `{r['block_text']}` is a template parameter of `{fn}`: one "
+                    "size per instantiation of it, which occlint does not list")
         names = ", ".join(f"`{n}`" for n in r["block_template"])
         return (f"the block size `{r['block_text']}` depends on template parameters of `{fn}` "
                 f"({names}) through a type, which occlint does not evaluate")

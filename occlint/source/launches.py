@@ -25,6 +25,10 @@ def _extent(v: int | None) -> int | None:
     return v if v is None or v >= 1 else None
 
 
+def _words(node) -> set[bytes]:
+    return set(re.findall(rb"[A-Za-z_]\w*", node.text)) if node is not None else set()
+
+
 def _args(node) -> list:
     return [c for c in node.named_children if c.type != "comment"] if node is not None else []
 
@@ -289,6 +293,11 @@ class LaunchReader:
         trace: set = set()
         choices = config_choices(ctx, block, smem, scope, b.total, dyn, trace) \
             if not runtime and (b.total is None or dyn is None) else ()
+        if choices and b.total is None and targs and _words(block) & set().union(
+                *(_words(a) for a in targs)):
+            # `k<WIN_SX, 8><<<g, WIN_SX>>>`: each block goes with one instantiation, not with
+            # every one (Rodinia's dwt2d: 128 threads paired with k<64, 8> was a false OCC032)
+            choices = ()
         return Launch(
             callee=name, path=ctx.path, span=tx.node_span(call),
             grid=self.dim3(grid, scope), block=b, kind=kind,

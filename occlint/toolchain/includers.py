@@ -165,6 +165,7 @@ def forget() -> None:
     _TEXTS.clear()
     _by_name.cache_clear()
     _listing.cache_clear()
+    _FOLDER_INCLUDES.clear()
 
 
 def _text(path: str) -> str:
@@ -220,9 +221,10 @@ def _included_by(header: str, given: set[str], config: Config) -> bool:
 
 def fragments(paths, config: Config) -> dict[str, list[str]]:
     """The .cu files among `paths` that are not compiled on their own -> the units to compile
-    for them: no compilation database lists them, and a file of their folder or the one above
-    `#include`s them by a quoted name that resolves to them from its own folder (Rodinia's
-    kernel.cu, which main.cu includes; compiled alone they fail on names main.cu defines).
+    for them: no compilation database lists them, they define no `main`, and a file of their
+    folder or the one above `#include`s them by a quoted name that resolves to them from its
+    own folder (Rodinia's kernel.cu, which main.cu includes; compiled alone they fail on names
+    main.cu defines).
     They are read as headers, through those units (an including file that is itself such a
     fragment is followed to its own units)."""
     from occlint.discover import UNIT_SUFFIXES
@@ -235,16 +237,24 @@ def fragments(paths, config: Config) -> dict[str, list[str]]:
     return found
 
 
+_MAIN = re.compile(rb"\bmain\s*\(\s*(?:void\s*)?(?:\)|int\b)")
+
+
 def _roots(path: str, config: Config, seen: set[str]) -> list[str]:
     """The units compiled for `path` when it is a fragment (see `fragments`), else []."""
+    from occlint.source.preproc import read_header
     from occlint.toolchain.database import database_for
 
+    name = os.path.basename(path)
+    here = os.path.dirname(os.path.abspath(path))
+    if not any(name in _quoted_cu_includes(f) for f in (here, os.path.dirname(here))):
+        return []                                 # (most files: no quoted include names it)
     real = os.path.realpath(path)
-    if real in seen or len(seen) > 8:
-        return []
+    if real in seen or len(seen) > 8 or _MAIN.search(read_header(path) or b"") is not None:
+        return []                   # a program (llm.c's train_gpt2.cu, which its tests include)
     seen.add(real)
     db = database_for(path, config)
-    if db is not None and db.entry_for(path) is not None:
+    if db is not None and dict.__contains__(db.entries, real):
         return []                                 # the build compiles it
     out: list[str] = []
     for including in _including(real):
@@ -258,27 +268,37 @@ _SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".inl")
 def _including(real: str) -> list[str]:
     """Files of `real`'s folder and the one above whose `#include "..."` names resolve, from
     their own folder, to `real`."""
+    name = os.path.basename(real)
+    here = os.path.dirname(real)
+    out = []
+    for folder in dict.fromkeys((here, os.path.dirname(here))):
+        for other, written in _quoted_cu_includes(folder).get(name, ()):
+            if other != real and os.path.realpath(
+                    os.path.join(os.path.dirname(other), written)) == real:
+                out.append(other)
+    return list(dict.fromkeys(out))
+
+
+_FOLDER_INCLUDES: dict[str, dict[str, list[tuple[str, str]]]] = {}
+
+
+def _quoted_cu_includes(folder: str) -> dict[str, list[tuple[str, str]]]:
+    """A folder's `#include "....cu"` lines: the included file's name -> (the including file,
+    the name as written). Read once per folder and run; a file without `.cu"` is not parsed."""
     from occlint.source.preproc import read_header
 
-    name = os.path.basename(real)
-    word = os.fsencode(name)
-    out = []
-    here = os.path.dirname(real)
-    for folder in dict.fromkeys((here, os.path.dirname(here))):
+    got = _FOLDER_INCLUDES.get(folder)
+    if got is None:
+        got = _FOLDER_INCLUDES[folder] = {}
         for other in _listing(folder):
-            if other == real:
-                continue
             data = read_header(other)
-            if not data or word not in data:
+            if not data or b'.cu"' not in data:
                 continue
             text = data.decode("utf-8", "replace")
             for _line, written in include_lines(text):
-                if os.path.basename(written) == name and os.path.realpath(
-                        os.path.join(os.path.dirname(other), written)) == real and \
-                        _quoted(text, written):
-                    out.append(other)
-                    break
-    return out
+                if written.endswith(".cu") and _quoted(text, written):
+                    got.setdefault(os.path.basename(written), []).append((other, written))
+    return got
 
 
 def _quoted(text: str, written: str) -> bool:
