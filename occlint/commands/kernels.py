@@ -677,6 +677,10 @@ def _run(args) -> int:
     # with lists nothing: it is not parsed (a third of a typical project's files)
     parsed = [f for f in files if isinstance(texts[f], bytes) and
               (names_a_compile(texts[f]) if is_python(f) else may_hold_constructs(texts[f]))]
+    from occlint.source.preproc import remember
+    for path, data in texts.items():      # read_header answers with these, in every copy
+        if isinstance(data, bytes):
+            remember(os.path.abspath(path), data)
     memo: dict = {}
 
     def listing(share: list[str]) -> list:

@@ -43,6 +43,9 @@ def exprs(node) -> list:
     return [c for c in node.named_children if c.type != "comment"]
 
 
+_BUILTIN_DIM3 = frozenset((b"threadIdx", b"blockIdx", b"blockDim", b"gridDim"))   # not locals
+
+
 def _assigned_once(decl, local: Local, at):
     """The value node of `name = value;`, the one write of a local declared without a value
     (`int block_size;`), when that statement and the use `at` after it are in the block of
@@ -204,7 +207,7 @@ class Env:
         if t == "field_expression":
             arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
             if arg is None or fld is None or arg.type != "identifier" or scope is None or \
-                    node.child_by_field_name("operator") is None or \
+                    arg.text in _BUILTIN_DIM3 or node.child_by_field_name("operator") is None or \
                     node.child_by_field_name("operator").text != b".":
                 return None
             got = self._member(arg, fld.text, scope, bind)

@@ -499,7 +499,7 @@ class Context:
             if node is None or node.start_byte != start or node.end_byte != start + end or \
                     node.type != "identifier":
                 continue                       # in a comment, a string, or a longer token
-            if self.dead(node):
+            if (self.pp.dead or self._maybe_dead) and self.dead(node):
                 continue                       # `#if 0`, or a branch false for this view
             _classify_use(node, local)
         for args in local.passed:       # `f(x)` where f takes a non-const reference writes x

@@ -25,6 +25,21 @@ def _extent(v: int | None) -> int | None:
     return v if v is None or v >= 1 else None
 
 
+def _declared_with_value(data: bytes, name: bytes, start: int, end: int) -> bool:
+    """Is `name` followed somewhere in data[start:end] by `=` (not `==`), `{` or `)` (the
+    shapes of `auto k = ...`, `k{...}`, `void (*k)(...) = ...`)?"""
+    at = data.find(name, start, end)
+    while at >= 0:
+        after = at + len(name)
+        while after < end and data[after] in b" \t":
+            after += 1
+        nxt = data[after:after + 2]
+        if nxt[:1] in (b"{", b")") or (nxt[:1] == b"=" and nxt != b"=="):
+            return True
+        at = data.find(name, after, end)
+    return False
+
+
 def _words(node) -> set[bytes]:
     return set(re.findall(rb"[A-Za-z_]\w*", node.text)) if node is not None else set()
 
@@ -250,8 +265,12 @@ class LaunchReader:
         `cudaFuncSetAttribute(kernel, ...)`), that kernel reference."""
         if node is None or node.type != "identifier":
             return node
-        scope = self.ctx.scope_of(call.start_byte)
-        local = self.env.local(scope, node.text, node) if scope is not None else None
+        fn = self.ctx.function_at(call.start_byte)
+        if fn is None or not _declared_with_value(self.ctx.data, node.text, fn.start_byte,
+                                                  fn.end_byte):
+            return node         # (most callees: a kernel's name, never declared in the function)
+        scope = fn.start_byte
+        local = self.env.local(scope, node.text, node)
         if local is None or len(local.decls) != 1 or local.written:
             return node
         decl = local.decls[0][1]

@@ -785,6 +785,13 @@ def one_run():
         _RUN = outer
 
 
+def remember(path: str, data: bytes) -> None:
+    """Within `one_run`: `data` is what `path` (an absolute path) holds, already read (a
+    listing's files): read_header answers with it instead of reading it again."""
+    if _RUN is not None and len(data) <= MAX_HEADER_BYTES:
+        _RUN.setdefault(path, data)
+
+
 def read_header(path: str) -> bytes | None:
     """A project header's bytes (memoized by modification time); None when it is not a
     readable regular file of reasonable size."""

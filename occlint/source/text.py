@@ -34,7 +34,7 @@ _BOUNDS_MACRO = re.compile(
 _EMPTY_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)\n]*\))?"
                            rb"(?:[ \t]*|[ \t]+//[^\n]*)\r?$", re.M)
 _ANY_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)")
-_LONE_NAME = re.compile(rb"\n[ \t]*(([A-Za-z_]\w*)[ \t]*(\([^\n]*\))?)[ \t]*;?[ \t]*\r?(?=\n)")
+_LONE_NAME = re.compile(rb"[ \t]*(([A-Za-z_]\w*)[ \t]*(\([^\n]*\))?)[ \t]*;?[ \t]*\r?")
 
 
 def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
@@ -53,19 +53,39 @@ def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
     for m in _ANY_DEFINE.finditer(data):
         counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     kind = {n: f[0] for n, f in empty.items() if counts.get(n) == len(f) and len(set(f)) == 1}
-    return [(m.start(1), m.end(1)) for m in _LONE_NAME.finditer(data)
-            if m.group(2) in kind and kind[m.group(2)] == (m.group(3) is not None) and
-            data[m.start() - 1:m.start()] != b"\\"]
+    out = []
+    for name, function_like in kind.items():
+        at = data.find(name)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            m = _LONE_NAME.fullmatch(data, start, end)
+            if m is not None and m.group(2) == name and (m.group(3) is not None) == \
+                    function_like and start > 0 and data[start - 2:start - 1] != b"\\":
+                out.append((m.start(1), m.end(1)))
+            at = data.find(name, end)
+    return out
 
 
 # an all-capitals name alone on the line before a launch, with no `;` (a statement can never
 # be that): a macro, whatever a header defines it as; blanked so the launch is read
-_MACRO_BEFORE_LAUNCH = re.compile(rb"\n[ \t]*([A-Z_][A-Z0-9_]*)[ \t]*\r?\n(?=[ \t\r\n]*[^\n]*<<<)")
+_CAPITALS = re.compile(rb"[ \t]*([A-Z_][A-Z0-9_]*)[ \t]*\r?")
 
 
 def _macro_before_launch(data: bytes) -> list[tuple[int, int]]:
-    return [(m.start(1), m.end(1)) for m in _MACRO_BEFORE_LAUNCH.finditer(data)
-            if data[m.start() - 1:m.start()] != b"\\"]
+    out = []
+    at = data.find(b"<<<")
+    while at >= 0:
+        line = data.rfind(b"\n", 0, at)                 # the launch's line starts after it
+        prev = data.rfind(b"\n", 0, line) if line > 0 else -1
+        while line > 0 and not data[prev + 1:line].strip():     # blank lines between
+            line, prev = prev, data.rfind(b"\n", 0, prev) if prev > 0 else -1
+        m = _CAPITALS.fullmatch(data, prev + 1, line) if line > 0 else None
+        if m is not None and data[prev - 1:prev] != b"\\":
+            out.append((m.start(1), m.end(1)))
+        at = data.find(b"<<<", at + 3)
+    return list(dict.fromkeys(out))
 
 
 def decode(data: str | bytes) -> str:

@@ -309,10 +309,13 @@ def source_views(paths: Iterable[str], config: Config,
 
     out = {}
     named: dict[str, list] = memo.setdefault("named", {})   # an #include name -> its units
-    if "fragments" not in memo:         # `.cu` files another file includes: read as headers
+    frags = memo.setdefault("fragments", {})     # `.cu` files another file includes: headers
+    asked = memo.setdefault("fragments asked", set())
+    new = [p for p in wanted if p not in asked]
+    if new:                                       # (a share's own: a listing's copies split it)
         from occlint.toolchain.includers import fragments
-        memo["fragments"] = fragments(paths, config)
-    frags = memo["fragments"]
+        frags.update(fragments(new, config))
+        asked.update(new)
     for path in wanted:
         if not is_header(path) and path not in frags:
             out[path] = unit_view(path)

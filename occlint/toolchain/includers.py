@@ -222,9 +222,8 @@ def _included_by(header: str, given: set[str], config: Config) -> bool:
 def fragments(paths, config: Config) -> dict[str, list[str]]:
     """The .cu files among `paths` that are not compiled on their own -> the units to compile
     for them: no compilation database lists them, they define no `main`, and a file of their
-    folder or the one above `#include`s them by a quoted name that resolves to them from its
-    own folder (Rodinia's kernel.cu, which main.cu includes; compiled alone they fail on names
-    main.cu defines).
+    folder `#include`s them by a quoted name that resolves to them (Rodinia's kernel.cu, which
+    main.cu includes; compiled alone they fail on names main.cu defines).
     They are read as headers, through those units (an including file that is itself such a
     fragment is followed to its own units)."""
     from occlint.discover import UNIT_SUFFIXES
@@ -246,14 +245,13 @@ def _roots(path: str, config: Config, seen: set[str]) -> list[str]:
     from occlint.toolchain.database import database_for
 
     name = os.path.basename(path)
-    here = os.path.dirname(os.path.abspath(path))
-    if not any(name in _quoted_cu_includes(f) for f in (here, os.path.dirname(here))):
+    if name not in _quoted_cu_includes(os.path.dirname(os.path.abspath(path))):
         return []                                 # (most files: no quoted include names it)
+    db = database_for(path, config)
     real = os.path.realpath(path)
     if real in seen or len(seen) > 8 or _MAIN.search(read_header(path) or b"") is not None:
         return []                   # a program (llm.c's train_gpt2.cu, which its tests include)
     seen.add(real)
-    db = database_for(path, config)
     if db is not None and dict.__contains__(db.entries, real):
         return []                                 # the build compiles it
     out: list[str] = []
@@ -266,16 +264,13 @@ _SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".inl")
 
 
 def _including(real: str) -> list[str]:
-    """Files of `real`'s folder and the one above whose `#include "..."` names resolve, from
-    their own folder, to `real`."""
+    """Files of `real`'s folder whose `#include "..."` names resolve to `real`."""
     name = os.path.basename(real)
-    here = os.path.dirname(real)
     out = []
-    for folder in dict.fromkeys((here, os.path.dirname(here))):
-        for other, written in _quoted_cu_includes(folder).get(name, ()):
-            if other != real and os.path.realpath(
-                    os.path.join(os.path.dirname(other), written)) == real:
-                out.append(other)
+    for other, written in _quoted_cu_includes(os.path.dirname(real)).get(name, ()):
+        if other != real and os.path.realpath(
+                os.path.join(os.path.dirname(other), written)) == real:
+            out.append(other)
     return list(dict.fromkeys(out))
 
 
