@@ -96,6 +96,6 @@ def test_open_diagnostics_code_action_save(tmp_path, nvim, nvcc_path):
     assert [(d["lnum"], d["col"], d["code"], d["source"]) for d in seen["diagnostics"]] == [
         (7, 19, "OCC031", "occlint")]
     assert "Add `// noqa: OCC031`" in seen["actions"]
-    assert seen["after_fix"][6] == "    scale<<<4096, 128>>>(x, 2.0f, 409600);"
+    assert seen["after_fix"][6] == "    scale<<<3200, 128>>>(x, 2.0f, 409600);"
     assert seen["saved"] == seen["after_fix"]
     assert seen["steps"] == ["diagnostics", "code action", "save"]

@@ -209,7 +209,7 @@ def test_latin1_source_is_never_fixed(tmp_path):
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
     assert len(errors) == 1 and "k.cu" in errors[0] and "UTF-8" in errors[0], proc.stderr
     assert (tmp_path / "k.cu").read_bytes() == LATIN1
-    assert "<<<4096, 128>>>" in (tmp_path / "ok.cu").read_text()
+    assert "<<<3200, 128>>>" in (tmp_path / "ok.cu").read_text()
 
 
 def test_a_file_whose_analysis_fails_is_an_error_and_the_others_are_checked(tmp_path, monkeypatch):

@@ -124,7 +124,7 @@ async def test_open_change_code_actions_hover(client: LanguageClient):
     fix = next(a for a in actions if a.title.startswith("Round the block size"))
     assert fix.title.endswith("(unsafe)") and not fix.is_preferred    # it changes the work per block
     fixed = apply_edits(SOURCE, fix.edit.changes[uri])
-    assert "scale<<<64, 128>>>" in fixed
+    assert "scale<<<50, 128>>>" in fixed          # the grid scaled: the same 6400 threads
     change(client, uri, 2, fixed)
     await diagnostics_where(client, uri, lambda d: "OCC031" not in codes(d))
 

@@ -38,7 +38,10 @@ def test_json_is_ruff_compatible(tmp_path):
     assert f["code"] == "OCC031" and f["name"] == "block-size-not-warp-multiple"
     assert f["filename"] == str(tmp_path / "a.cu")
     assert f["location"] == {"row": 6, "column": 16} and f["end_location"] == {"row": 6, "column": 19}
-    assert f["fix"] == {"applicability": "unsafe", "message": "Round the block size up to 128",
+    assert f["fix"] == {"applicability": "unsafe",
+                        "message": "Round the block size up to 128; the grid `g` is not scaled: "
+                                   "each block runs 28 more threads, which the kernel must guard "
+                                   "(`if (i < n)`)",
                         "edits": [{"content": "128", "location": {"row": 6, "column": 16},
                                    "end_location": {"row": 6, "column": 19}}]}
     assert f["url"].endswith("OCC031.md") and f["severity"] == "warning" and f["noqa_row"] == 6
