@@ -388,8 +388,10 @@ def _load_the_linter() -> None:
     """While nvcc runs: import the parser, the facts and the rules, which the lint after the
     compiles needs (~40 ms a cold one-file run waited for)."""
     try:
-        from occlint import checks, occupancy, registry  # noqa: F401
+        from occlint import aggregate, bounds, checks, fix, noqa, occupancy, project, registry  # noqa: F401
+        from occlint.emit import encode  # noqa: F401
         from occlint.facts import build_facts  # noqa: F401
+        from occlint.source import specialization  # noqa: F401
         from occlint.source.grammar import load_parser
         load_parser()
         occupancy.prepare_all()
