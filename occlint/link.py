@@ -223,7 +223,11 @@ def _is(value, written: str, got: str) -> bool:
         return False
     if got in ("true", "false"):
         return value == (got == "true")
-    return template_arg(value) == got
+    enum = _ENUM_ARG.fullmatch(got)         # an enumerator: nvcc writes `(RED)0`
+    return template_arg(value) == (enum.group(1) if enum else got)
+
+
+_ENUM_ARG = re.compile(r"\([A-Za-z_][\w:]*\)(-?\d+)")
 
 
 def _may_be(value, written: str, got: str) -> bool:

@@ -120,3 +120,15 @@ def test_lock_entries_use_the_rules_occupancy_inputs():
     with_lock = Config(arch=("sm_90",), select=("OCC050",),
                        extra={"lock": {lock.entry_key(e): e for e in locked}})
     assert lint_source(CARVEOUT, "s.cu", [u], with_lock) == []
+
+
+def test_an_enumerator_template_argument_matches_nvccs_cast_form():
+    # CloverLeaf's reduction<double, RED_SUM>: nvcc names the instantiation
+    # `reduction<double, (RED)0>`; the launch matched none ("registers not measured")
+    sf = parse("enum RED { RED_SUM, RED_MAX };\n"
+               "template <typename T, RED r> __global__ void reduction(int n, T *b) {}\n"
+               "void f(double *b, int n) {\n  reduction<double, RED_SUM><<<n, 256>>>(n, b);\n"
+               "  reduction<double, RED_MAX><<<n, 256>>>(n, b);\n}\n", "r.cu")
+    k = link.find_kernel(sf, "reduction")
+    usages = [_u("reduction", ["double", "(RED)0"]), _u("reduction", ["double", "(RED)1"])]
+    assert [link.instantiation(usages, k, la) for la in sf.launches] == usages
