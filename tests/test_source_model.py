@@ -775,3 +775,33 @@ def test_a_launch_after_an_empty_macro_statement_is_read():
     lower = parse("__global__ void k(float *p) {}\nvoid h(float *p) {\n  maybe\n"
                   "  k<<<2, 32>>>(p);\n}\n")
     assert lower.launches == ()         # a lower-case name: left to the parser
+
+
+def test_a_launch_macro_with_the_kernel_as_a_parameter_is_read_at_each_use(tmp_path):
+    # CloverLeaf: `#define CUDALAUNCH(funcname, ...) funcname<<<num_blocks, BLOCK_SZ>>>(...)`
+    # (30 uses) and `pack_##face` kernels were one launch of `funcname` matching no kernel
+    text = ("#define BLOCK_SZ 256\n"
+            "#define LAUNCH(funcname, ...) funcname<<<num_blocks, BLOCK_SZ>>>(__VA_ARGS__)\n"
+            "#define PACK(face) pack_##face<<<n, BLOCK_SZ>>>(buf)\n"
+            "#define TYPED(T, B) k<T><<<n, B>>>(buf)\n"
+            "__global__ void heavy(double *a) {}\n__global__ void pack_left(double *b) {}\n"
+            "__global__ void pack_right(double *b) {}\n"
+            "template <typename T> __global__ void k(double *b) {}\n"
+            "void run(double *a, double *buf, int num_blocks, int n) {\n"
+            "  LAUNCH(heavy, a);\n  PACK(left);\n  PACK(right);\n"
+            "  const int threads = 64;\n  TYPED(float, threads);\n}\n")
+    got = [(la.callee, la.template_args, la.block.x, la.span.line, la.arg_spans)
+           for la in parse(text).launches]
+    # at each use, with the use's arguments; no argument spans (a fix would edit the shared body)
+    assert got == [("heavy", (), 256, 10, ()), ("pack_left", (), 256, 11, ()),
+                   ("pack_right", (), 256, 12, ()), ("k", ("float",), 64, 14, ())]
+    # the same macro in a project header
+    (tmp_path / "launch.hpp").write_text(
+        "#define BLOCK_SZ 128\n"
+        "#define LAUNCH(funcname, ...) funcname<<<num_blocks, BLOCK_SZ>>>(__VA_ARGS__)\n")
+    unit = tmp_path / "u.cu"
+    unit.write_text('#include "launch.hpp"\n__global__ void heavy(double *a) {}\n'
+                    "void run(double *a, int num_blocks) {\n  LAUNCH(heavy, a);\n}\n")
+    from occlint.source.preproc import View
+    sf = parse(unit.read_text(), str(unit), View(include_dirs=(str(tmp_path),), complete=True))
+    assert [(la.callee, la.block.x, la.span.line) for la in sf.launches] == [("heavy", 128, 4)]

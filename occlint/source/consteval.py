@@ -122,6 +122,9 @@ class Env:
         self._called = 0        # values that came from a call of a function of the file
         # (identifier node, scope) -> Dim3 of a local dim3; set by occlint.source.launches
         self.dim3_of: Callable | None = None
+        # where names are looked up when the expression is not the file's own text (a launch
+        # macro's body read at a use of the macro): that use's node (occlint.source.macros)
+        self.use_site = None
         self.structs: dict[str, tuple[int, int]] = {}
         self._active: set = set()
         self._memo: dict = {}
@@ -400,7 +403,7 @@ class Env:
                 self._narrowed += 1
                 return v
         if scope is not None and plain == name:
-            local = self.local(scope, name, at)
+            local = self.local(scope, name, self.use_site or at)
             if local is not None:
                 return self._local(name, local, scope, bind, at)
         key = ("g", name)

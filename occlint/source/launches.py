@@ -142,7 +142,7 @@ class LaunchReader:
         if t == "initializer_list":
             return self._components(_args(node), scope, text)
         if t == "identifier" and scope is not None:
-            local = self.env.local(scope, node.text, node)
+            local = self.env.local(scope, node.text, self.env.use_site or node)
             if local is not None and len(local.decls) == 1 and types.normalize(
                     local.decls[0][0].decode("utf-8", "replace")) == "dim3":
                 init = local.decls[0][1]
@@ -164,7 +164,7 @@ class LaunchReader:
         """A local or parameter declared with an integer type."""
         if node.type != "identifier" or scope is None:
             return False
-        local = self.env.local(scope, node.text, node)
+        local = self.env.local(scope, node.text, self.env.use_site or node)
         if local is None or len(local.decls) != 1:
             return False
         return types.is_integral(local.decls[0][0].decode("utf-8", "replace"))

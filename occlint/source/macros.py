@@ -5,11 +5,13 @@ tree-sitter's included ranges over a copy of the file, so positions need no mapp
 read two ways, and per macro the reading that finds more launches wins: as statements, wrapped
 in a function named after the macro (`#define NAME(params)` overwritten by `void NAME(){`, the
 body's final newline by `}`), and as top-level code (a body that defines whole functions).
-`##` becomes `__` and `#` a space, so pasted names stay one token. Macro parameters are unknown.
+`##` becomes `__` and `#` a space, so pasted names stay one token. Macro parameters are unknown,
+but for a launch whose kernel is one: it is read at each use of the macro (`_at_uses`).
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 from tree_sitter import Point, Range
@@ -22,7 +24,53 @@ _MARKERS = (b"<<<", b"cudaLaunch", b"cudaFuncSet", b"cudaOccupancyMaxPotentialBl
 
 
 def macro_launches(ctx: Context) -> tuple[list, list]:
-    """(launches, attribute calls) written in macro bodies."""
+    """(launches, attribute calls) written in macro bodies: the file's own, and the launches of
+    a project header's launch macro at each use in the file (`_header_uses`)."""
+    own, attributes = _own_macros(ctx)
+    return own + _header_uses(ctx), attributes
+
+
+def _header_uses(ctx: Context) -> list:
+    """Launches of function-like macros a project header defines with `<<<` in their body and a
+    parameter as the kernel (CloverLeaf's `CUDALAUNCH(kernel, ...)`), at each use in the file:
+    the body with the use's arguments put in, read on its own (names of the using function are
+    unknown there; the header's and the file's macros and constants are known)."""
+    from dataclasses import replace
+
+    if b"(" not in ctx.data:
+        return []
+    own = {n.child_by_field_name("name").text for n in ctx.caps.get("fdef", ())}
+    out = []
+    for name, defs in list(dict.items(ctx.env.fmacros)):
+        if len(defs) != 1 or b"<<<" not in defs[0][1] or name in own:
+            continue
+        params, body = defs[0]
+        if not params or b"<<<" not in body or name not in ctx.data:
+            continue
+        head = body[:body.find(b"<<<")]
+        if not set(re.findall(rb"[A-Za-z_]\w*", head)) & set(params):
+            continue
+        for start, end, args, _at in _uses(ctx, name):
+            if len(args) < len([p for p in params if p != b"..."]):
+                continue
+            bind = dict(zip(params, args, strict=False))
+            bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) \
+                if params[-1:] == (b"...",) else b""
+            text = re.sub(rb"\s*##\s*", b"", re.sub(
+                rb"#?[A-Za-z_]\w*", lambda m, b=bind: b.get(m.group(0), m.group(0)), body))
+            sub = Context("void __occlint_use() {\n" + text.decode("utf-8", "replace") + ";\n}\n",
+                          ctx.path)
+            env, mine = sub.env, ctx.env
+            env.macros, env.fmacros, env.globals, env.enums, env.structs = (
+                mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
+            for la in LaunchReader(sub).chevrons():
+                out.append(replace(la, span=ctx.tx.span(start, end), config_span=None,
+                                   arg_spans=(), argc=None, path=ctx.path,
+                                   function=ctx.function_name(start)))
+    return out
+
+
+def _own_macros(ctx: Context) -> tuple[list, list]:
     defs = []
     for node in (*ctx.caps.get("def", ()), *ctx.caps.get("fdef", ())):
         value = node.child_by_field_name("value")
@@ -34,13 +82,133 @@ def macro_launches(ctx: Context) -> tuple[list, list]:
     defs.sort(key=lambda d: d[0])
     readings = [_read(ctx, defs, wrapped) for wrapped in (True, False)]
     launches, attributes = [], []
-    for start, _node, value in defs:
+    for start, node, value in defs:
         def inside(x, lo=start, hi=value.end_byte):
             return lo <= x.span.start and x.span.end <= hi + 1
         best = max(readings, key=lambda r: sum(1 for la in r[0] if inside(la)))
-        launches += [la for la in best[0] if inside(la)]
+        for la in best[0]:
+            if inside(la):
+                uses = _at_uses(ctx, node, la)
+                launches += [la] if uses is None else uses     # (none: the file has no use)
         attributes += [a for a in best[1] if inside(a)]
     return launches, attributes
+
+
+def _at_uses(ctx: Context, node, la) -> list | None:
+    """A body's launch whose kernel is a parameter of the macro (`#define LAUNCH(f, ...)
+    f<<<n, 256>>>(__VA_ARGS__)`, CloverLeaf's `pack_##face`), once per use of the macro in the
+    file (`LAUNCH(heavy, a, b);`), at the use, with the argument for the kernel; None when the
+    kernel is not a parameter. Its figures are the body's, read again at the use where the body
+    leaves them unknown; its arguments are not edited (no fix: the body is shared)."""
+    from dataclasses import replace
+
+    from occlint.link import template_arg
+
+    params = node.child_by_field_name("parameters")
+    names = [p.text for p in params.named_children if p.type == "identifier"] \
+        if params is not None else []
+    if not names or la.kind != "chevron":
+        return None
+    data = ctx.data
+    head_end = data.find(b"<<<", la.span.start)
+    head = re.sub(rb"\\\r?\n", b" ", data[la.span.start:head_end]) if head_end > 0 else b""
+    words = set(re.findall(rb"[A-Za-z_]\w*", head))
+    if not words & set(names):
+        return None
+    kernel_is_parameter = bool(set(re.findall(rb"[A-Za-z_]\w*", head.split(b"<")[0])) &
+                               set(names))
+    out = []
+    for start, end, args, at in _uses(ctx, node.child_by_field_name("name").text):
+        if len(args) < len(names):
+            continue
+        bind = dict(zip(names, args, strict=False))
+        text = re.sub(rb"\s*##\s*", b"", re.sub(
+            rb"[A-Za-z_]\w*", lambda m, b=bind: b.get(m.group(0), m.group(0)), head)).strip()
+        name, _, rest = text.partition(b"<")
+        targs = [t.strip() for t in rest.rstrip(b">").split(b",")] if rest else []
+        scope = ctx.scope_of(start)
+        out.append(_at_use(ctx, at, replace(
+            la, callee=name.decode("utf-8", "replace"), span=ctx.tx.span(start, end),
+            template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
+            template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
+            config_span=None, arg_spans=(), argc=None,
+            function=ctx.function_name(start)), bind, scope))
+    return out if out or kernel_is_parameter else None
+
+
+def _uses(ctx: Context, name: bytes) -> list:
+    """(start, end, argument texts, the name's node) of each use `NAME(...)` of a function-like
+    macro in the file's live code, found in the text (tree-sitter reads `M(float, n)` as no
+    call): not in a comment, a string or a `#define`, its arguments split at top-level commas."""
+    from occlint.source.context import word_starts
+
+    data, out = ctx.data, []
+    for start in word_starts(data, name, 0, len(data)):
+        at = ctx.tree.root_node.descendant_for_byte_range(start, start + len(name))
+        if at is None or at.type not in ("identifier", "type_identifier") or \
+                at.start_byte != start or ctx.dead(at):
+            continue
+        line = data[data.rfind(b"\n", 0, start) + 1:start].lstrip()
+        if line.startswith(b"#"):
+            continue
+        i = start + len(name)
+        while i < len(data) and data[i] in b" \t":
+            i += 1
+        if i >= len(data) or data[i] != 40:         # (
+            continue
+        depth, j, args, begin = 0, i, [], i + 1
+        while j < len(data):
+            c = data[j]
+            if c in b"([{":
+                depth += 1
+            elif c in b")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c == 44 and depth == 1:            # ,
+                args.append(data[begin:j])
+                begin = j + 1
+            j += 1
+        if j >= len(data):
+            continue
+        args.append(data[begin:j])
+        out.append((start, j + 1, [b"".join(a.split()) for a in args], at))
+    return out
+
+
+def _at_use(ctx: Context, call, la, bind: dict, scope):
+    """`la` with its unknown block, grid and dynamic shared memory read again where the macro
+    is used (ggml's `dim3 block(32, 8);` before `LIGHTNING_INDEXER_CASE(...)`), the macro's
+    parameters replaced by the use's arguments."""
+    from dataclasses import replace
+
+    if scope is None or (la.block.total is not None and la.grid.total is not None and
+                         la.dynamic_smem is not None):
+        return la
+    reader = LaunchReader(ctx)
+
+    def read(text: str):
+        code = re.sub(rb"[A-Za-z_]\w*", lambda m, b=bind: b.get(m.group(0), m.group(0)),
+                      text.encode("utf-8", "replace"))
+        return ctx.env.snippet(code)[1] if code.strip() else None
+
+    ctx.env.use_site = call         # the names are the ones visible at the use
+    try:
+        block = la.block if la.block.total is not None else \
+            _texted(reader.dim3(read(la.block.text), scope), la.block.text)
+        grid = la.grid if la.grid.total is not None else \
+            _texted(reader.dim3(read(la.grid.text), scope), la.grid.text)
+        smem = la.dynamic_smem
+        if smem is None and la.dynamic_smem_text:
+            smem = reader.smem(read(la.dynamic_smem_text), scope)
+    finally:
+        ctx.env.use_site = None
+    return replace(la, block=block, grid=grid, dynamic_smem=smem)
+
+
+def _texted(d, text: str):
+    from occlint.model import Dim3
+    return Dim3(d.x, d.y, d.z, text)
 
 
 def _read(ctx: Context, defs, wrapped: bool) -> tuple[list, list]:
