@@ -805,3 +805,33 @@ def test_a_launch_macro_with_the_kernel_as_a_parameter_is_read_at_each_use(tmp_p
     from occlint.source.preproc import View
     sf = parse(unit.read_text(), str(unit), View(include_dirs=(str(tmp_path),), complete=True))
     assert [(la.callee, la.block.x, la.span.line) for la in sf.launches] == [("heavy", 128, 4)]
+
+
+def test_template_arguments_one_per_line_before_the_chevrons(tmp_path):
+    # gsplat: `kern<A,\n B,\n SAFE\n ><<<1, 128>>>` - the last argument, an all-capitals name
+    # alone on the line before the launch's, was blanked as a macro statement; its empty name
+    # then made a header lookup loop forever (`check` never finished)
+    (tmp_path / "Config.h").write_text("#pragma once\n#define PROJECT_FLAG 1\n")
+    unit = tmp_path / "hang.cu"
+    unit.write_text('#include "Config.h"\n'
+                    "template <int A, int B, bool S> __global__ void kern(float* out) {}\n"
+                    "void run(float* out) {\n  constexpr int A = 1;\n  constexpr int B = 2;\n"
+                    "  constexpr bool SAFE = true;\n  kern<A,\n       B,\n       SAFE\n"
+                    "  ><<<1, 128>>>(out);\n}\n")
+    from occlint.source.preproc import View
+    sf = parse(unit.read_text(), str(unit), View(include_dirs=(str(tmp_path),), complete=True))
+    (la,) = sf.launches
+    assert la.template_args == ("A", "B", "SAFE") and la.template_values == (1, 2, 1)
+    from occlint.source.context import _header_test, has_word
+    assert _header_test("", 0)(b"int x = 1;") is False and has_word(b"abc", b"") is False
+
+
+def test_visual_studio_spaced_chevrons_are_a_launch():
+    # diff-gaussian-rasterization: `k << <(P + 255) / 256, 256 >> > (...)` (nvcc compiles it);
+    # its 8 launches were not seen. A template's `>> >` elsewhere is left alone.
+    text = ("__global__ void heavy(int n) {}\ntemplate <class T> struct W {};\n"
+            "void f(int P) {\n  heavy << <(P + 255) / 256, 256 >> > (P);\n"
+            "  W<W<W<int>> > w;\n  heavy<<<1, 32 >> > (P);\n}\n")
+    sf = parse(text)
+    assert [(la.callee, la.block.x, la.span.line) for la in sf.launches] == \
+        [("heavy", 256, 4), ("heavy", 32, 6)]

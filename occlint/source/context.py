@@ -600,6 +600,8 @@ _WORD_BYTES = frozenset(b"_$0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP
 
 def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
     """Offsets of `name` as a whole word in data[start:end] (may be in comments or strings)."""
+    if not name:
+        return []
     if len(name) < 3:                  # short names: a regex beats many false substring hits
         return list(_starting(_word_pattern(name), data, start, end))
     return list(_whole(data, name, start, end, _WORD_BYTES))
@@ -607,6 +609,8 @@ def word_starts(data: bytes, name: bytes, start: int, end: int) -> list[int]:
 
 def has_word(data: bytes, word: bytes) -> bool:
     """`word` occurs in `data` as a whole word (maybe in a comment or a string)."""
+    if not word:
+        return False
     if len(word) < 3:
         return word in data and next(_starting(_word_pattern(word), data), None) is not None
     return next(_whole(data, word), None) is not None
@@ -618,6 +622,8 @@ def _whole(data: bytes, word: bytes, start: int = 0, end: int | None = None, cha
     compile per name)."""
     chars = _REGEX_WORD if chars is None else chars
     n, size = len(word), len(data)
+    if not n:
+        return                      # (an empty word is nowhere: `find` would return i forever)
     end = size if end is None else end
     i = data.find(word, start, end)
     while i != -1:
@@ -657,6 +663,8 @@ def _header_test(key, kind: int):
     `;`, `[`, `=`, `final`); an enumerator inside the braces of an `enum`. A function's
     parameter `int n,`, a call `f(` and a template's `T` in `sizeof(T)` parse no header."""
     name = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else key
+    if not name:
+        return lambda data: False
     if not name.isascii():
         return lambda data: True    # the header's bytes may differ (undecodable ones replaced)
     if not all(c in _WORD_BYTES for c in name):

@@ -51,7 +51,7 @@ def may_hold_constructs(data: bytes) -> bool:
     and API calls are found by (`__global__`, `__shared__`, `<<<`, an API_CALLS name): parsing
     it would find none, so a listing need not."""
     return b"__global__" in data or b"__shared__" in data or b"<<<" in data or \
-        _API_NAME.search(data) is not None
+        b"<< <" in data or _API_NAME.search(data) is not None
 
 
 def load_parser() -> None:

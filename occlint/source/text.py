@@ -69,8 +69,12 @@ def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
 
 
 # an all-capitals name alone on the line before a launch, with no `;` (a statement can never
-# be that): a macro, whatever a header defines it as; blanked so the launch is read
+# be that): a macro, whatever a header defines it as; blanked so the launch is read. Only
+# between statements: the line before it ends one (`;`, `{`, `}`, a comment, a directive) and
+# the launch's line starts with the kernel's name (not gsplat's `SAFE` / `><<<...`: the last
+# of a template's arguments, one per line)
 _CAPITALS = re.compile(rb"[ \t]*([A-Z_][A-Z0-9_]*)[ \t]*\r?")
+_LAUNCH_LINE = re.compile(rb"[ \t]*(?:::)?[A-Za-z_]")
 
 
 def _macro_before_launch(data: bytes) -> list[tuple[int, int]]:
@@ -78,14 +82,49 @@ def _macro_before_launch(data: bytes) -> list[tuple[int, int]]:
     at = data.find(b"<<<")
     while at >= 0:
         line = data.rfind(b"\n", 0, at)                 # the launch's line starts after it
+        launch_line = line + 1
         prev = data.rfind(b"\n", 0, line) if line > 0 else -1
         while line > 0 and not data[prev + 1:line].strip():     # blank lines between
             line, prev = prev, data.rfind(b"\n", 0, prev) if prev > 0 else -1
         m = _CAPITALS.fullmatch(data, prev + 1, line) if line > 0 else None
-        if m is not None and data[prev - 1:prev] != b"\\":
+        if m is not None and data[prev - 1:prev] != b"\\" and \
+                _LAUNCH_LINE.match(data, launch_line) and _ends_statement(data, prev):
             out.append((m.start(1), m.end(1)))
         at = data.find(b"<<<", at + 3)
     return list(dict.fromkeys(out))
+
+
+def _ends_statement(data: bytes, end: int) -> bool:
+    """Does the last non-blank line before offset `end` (a newline) end a statement: `;`, `{`,
+    `}`, a `//` comment, a `*/`, a directive? True at the start of the file."""
+    while end > 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        text = data[start:end].strip()
+        if text:
+            return text.endswith((b";", b"{", b"}", b"*/")) or text.startswith((b"//", b"#")) \
+                or b"//" in text
+        end = start - 1
+    return True
+
+
+# `k << <grid, block >> > (...)`: Visual Studio's formatting of a launch, which nvcc compiles
+# and tree-sitter does not read as one (diff-gaussian-rasterization's 8 launches); rewritten
+# `<<< ` and `>>> ` before parsing when the closing one follows the opening one in the statement
+_SPACED_OPEN = re.compile(rb"<<[ \t]+<")
+_SPACED_CLOSE = re.compile(rb">>[ \t]*>|>[ \t]+>[ \t]*>")
+
+
+def _spaced_chevrons(data: bytes) -> list[tuple[int, int, bytes]]:
+    out = []
+    for m in _SPACED_OPEN.finditer(data):
+        stop = data.find(b";", m.end())
+        close = _SPACED_CLOSE.search(data, m.end(), stop if stop > 0 else len(data))
+        if close is None:
+            continue
+        out.append((m.start(), m.end(), b"<<<"))
+        if close.end() - close.start() > 3:
+            out.append((close.start(), close.end(), b">>>"))
+    return out
 
 
 def decode(data: str | bytes) -> str:
@@ -120,6 +159,7 @@ class Text:
         spans = []
         quiet = _empty_macro_lines(self.data) + _macro_before_launch(self.data) \
             if b"<<<" in self.data else []
+        spaced = _spaced_chevrons(self.data) if b"<< " in self.data else []
         if b"__maxnreg__" in self.data or b"__cluster_dims__" in self.data \
                 or b"__align__" in self.data:
             spans += [(m.group(1).decode(), m.start(), m.end(), m.group(2))
@@ -127,7 +167,7 @@ class Text:
         if b"__global__" in self.data:      # after `void` (group 1) or before it (group 3)
             spans += [("bounds_macro", m.start(g), m.end(g), m.group(g))
                       for m in _BOUNDS_MACRO.finditer(self.data) for g in (1, 3) if m.group(g)]
-        if not spans and not quiet:
+        if not spans and not quiet and not spaced:
             return self.data
         out = bytearray(self.data)
         for kind, start, end, args in sorted(spans, key=lambda b: b[1]):
@@ -137,6 +177,8 @@ class Text:
                     out[i] = 32
         for start, end in quiet:
             out[start:end] = b" " * (end - start)
+        for start, end, token in spaced:        # `<< <` -> `<<< `, same length
+            out[start:end] = token + b" " * (end - start - 3)
         return bytes(out)
 
     def char_offset(self, b: int) -> int:
