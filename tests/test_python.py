@@ -421,6 +421,17 @@ def test_setup_py_nvcc_flags_through_a_helper_or_unreadable(tmp_path):
             CUDAExtension(name="c", sources=["k.cu"], extra_compile_args={"nvcc": []})])
         '''))
     a, b, c = extension_entries(str(setup))
+    # diff-gaussian-rasterization: "-I" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
+    # "third_party/glm/") was unreadable
+    glm = tmp_path / "glm_setup.py"
+    glm.write_text(textwrap.dedent('''\
+        import os
+        from torch.utils.cpp_extension import CUDAExtension
+        CUDAExtension(name="d", sources=["k.cu"], extra_compile_args={"nvcc": [
+            "-I" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "third_party/glm/")]})
+        '''))
+    (d,) = extension_entries(str(glm))
+    assert f"-I{tmp_path}/third_party/glm/" in d["arguments"] and "occlint_warning" not in d
     assert "-U__CUDA_NO_HALF_OPERATORS__" in a["arguments"] and "--use_fast_math" in a["arguments"]
     assert "occlint_warning" not in a and "occlint_warning" not in c
     assert b["occlint_warning"] == ("setup.py:9: the nvcc flags of this extension are not a "

@@ -300,6 +300,9 @@ class _Extractor(cst.CSTVisitor):
         if isinstance(node, cst.Name):
             if node.value in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.value]
+            if node.value == "__file__" and not self.lookup("__file__", at, scopes):
+                import os
+                return PyStr.synthetic(os.path.abspath(self.model.path), self.start(node))
             return self._named(node.value, node, scopes, at)
         if isinstance(node, cst.Attribute):
             name = _name_of(node)
@@ -479,6 +482,14 @@ class _Extractor(cst.CSTVisitor):
         if node in self.modules_by_call:
             mod = self.modules_by_call[node]
             return KernelRef(mod.index, mod.kernel) if mod.api == "RawKernel" and mod.kernel else ModuleRef(mod.index)
+        if fname in ("os.path.dirname", "os.path.abspath", "os.path.realpath",
+                     "path.dirname", "path.abspath") and len(args) == 1 and not kwargs:
+            part = self.value(args[0].value, scopes, at)        # setup.py's `__file__` idiom
+            if isinstance(part, PyStr) and not part.unknown:
+                import posixpath
+                f = posixpath.dirname if fname.endswith("dirname") else posixpath.normpath
+                return PyStr.synthetic(f(part.text), self.start(node))
+            return Unknown(self.source(node))
         if fname in ("os.path.join", "path.join", "posixpath.join") and args and not kwargs:
             parts = [self.value(a.value, scopes, at) for a in args]
             if all(isinstance(p, PyStr) and not p.unknown for p in parts):
