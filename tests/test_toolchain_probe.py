@@ -97,3 +97,35 @@ def test_warm_check_runs_no_nvcc(tmp_path, nvcc_path):
     second = run_cli("check", "k.cu", cwd=tmp_path)
     assert second.stdout == first.stdout
     assert log.read_text() == ""
+
+
+def test_probes_answered_together_are_all_saved(tmp_path, monkeypatch):
+    """Two prefetch threads finish together: each saved the store, and the file written last
+    could lack the other's answer (a second process probed again: flaky in CI). The first
+    writer is made slow here, so the other one's file is replaced by the first's."""
+    import json
+    import shutil
+    import threading
+    import time
+
+    _forget()
+    root = tmp_path / ".occlint_cache"          # made by the first save
+    echo = shutil.which("echo")
+    real, calls = os.replace, []
+
+    def slow_first(src, dst):
+        calls.append(dst)
+        if len(calls) == 1:
+            time.sleep(0.3)
+        real(src, dst)
+
+    monkeypatch.setattr(probe.os, "replace", slow_first)
+    first = threading.Thread(target=probe.run, args=([echo, "probe-a"], str(root)))
+    first.start()
+    while not calls:
+        time.sleep(0.01)
+    probe.run([echo, "probe-b"], str(root))
+    first.join()
+    saved = json.loads((root / "probes.db").read_text())["probes"]
+    assert len(saved) == 2
+    _forget()

@@ -91,8 +91,18 @@ def run(cmd: list[str], cache_root: str | os.PathLike | None = None, *,
     return out
 
 
+_saving = threading.Lock()
+
+
 def save(root: str) -> None:
-    """Write the cache folder's probes atomically; a read-only disk never fails a lint."""
+    """Write the cache folder's probes atomically; a read-only disk never fails a lint. One
+    writer at a time, each with every answer known when it starts (two probe threads finish
+    together: the file written last lacked the other's answer)."""
+    with _saving:
+        _save(root)
+
+
+def _save(root: str) -> None:
     if root not in _dirty:
         return
     _dirty.discard(root)
@@ -104,7 +114,7 @@ def save(root: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-probes-")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"format": FORMAT, "probes": _stores[root]}, fh)
+                json.dump({"format": FORMAT, "probes": dict(_stores[root])}, fh)
             os.replace(tmp, Path(root) / "probes.db")
         except BaseException:
             with contextlib.suppress(OSError):
