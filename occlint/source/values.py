@@ -139,9 +139,7 @@ def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
     fn = ctx.function_at(scope)
     if fn is None or depth >= MAX_DEPTH:
         return None
-    fdecl = fn.child_by_field_name("declarator")
-    while fdecl is not None and fdecl.type != "function_declarator":
-        fdecl = fdecl.child_by_field_name("declarator")
+    fdecl = _declarator(fn)
     params = fdecl.child_by_field_name("parameters") if fdecl is not None else None
     if params is None:
         return None
@@ -152,14 +150,31 @@ def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
     name = declarator_name(fdecl.child_by_field_name("declarator"))
     if name is None:
         return None
-    out: set[int] = set()
-    calls = 0
-    for call in _calls(ctx, name.text):
+
+    def argument(call):
         args = [a for a in call.child_by_field_name("arguments").named_children
                 if a.type != "comment"]
-        if len(args) != len(plist):
-            return None         # a default argument or an overload: not followed
-        got = _values(ctx, args[index], ctx.scope_of(call.start_byte), depth + 1, {}, trace)
+        return args[index] if len(args) == len(plist) else None   # (defaults, overloads: no)
+    return _over_calls(ctx, name.text, argument, depth, trace)
+
+
+def _declarator(fn):
+    """The function declarator of definition `fn` (through pointer and reference ones)."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    return d
+
+
+def _over_calls(ctx: Context, name: bytes, argument, depth, trace) -> set[int] | None:
+    """Union over the calls of function `name` in this file of the values of the node
+    `argument(call)` picks; None when one picks none or is unknown, or there is no call."""
+    out: set[int] = set()
+    calls = 0
+    for call in _calls(ctx, name):
+        node = argument(call)
+        got = _values(ctx, node, ctx.scope_of(call.start_byte), depth + 1, {}, trace) \
+            if node is not None else None
         if got is None:
             return None
         out |= got
@@ -179,15 +194,12 @@ def _template_parameter(ctx: Context, fn, name: bytes, depth, trace) -> set[int]
     if name not in names:
         return None
     index = names.index(name)
-    decl = fn.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
+    decl = _declarator(fn)
     ident = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
     if ident is None:
         return None
-    out: set[int] = set()
-    calls = 0
-    for call in _calls(ctx, ident.text):
+
+    def argument(call):
         f = call.child_by_field_name("function")
         while f is not None and f.type == "qualified_identifier":
             f = f.child_by_field_name("name")
@@ -195,12 +207,8 @@ def _template_parameter(ctx: Context, fn, name: bytes, depth, trace) -> set[int]
             if f is not None and f.type == "template_function" else []
         if len(targs) <= index or fn.start_byte <= call.start_byte < fn.end_byte:
             return None         # deduced, defaulted, or the template calling itself
-        got = _values(ctx, targs[index], ctx.scope_of(call.start_byte), depth + 1, {}, trace)
-        if got is None:
-            return None
-        out |= got
-        calls += 1
-    return out if calls else None
+        return targs[index]
+    return _over_calls(ctx, ident.text, argument, depth, trace)
 
 
 def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
