@@ -202,3 +202,21 @@ def test_kernels_says_a_compile_error_once(tmp_path, nvcc_path):
                  "a.cu", "b.cu", "bad.cuh", cwd=tmp_path)
     warnings = [ln for ln in r.stderr.splitlines() if "undefined_name" in ln]
     assert len(warnings) == len(set(warnings)) >= 1, r.stderr
+
+
+def test_kernels_lists_a_file_that_launches_only_through_a_headers_macro(tmp_path):
+    # CloverLeaf: its units have no `<<<` of their own (cuda_common.hpp's
+    # `CUDALAUNCH(kernel, ...)`), and the listing's word filter skipped them: 4 of 34 launches
+    (tmp_path / "common.hpp").write_text(
+        "#define BLOCK_SZ 256\n"
+        "#define CUDALAUNCH(funcname, ...) \\\\\n    funcname<<<num_blocks, BLOCK_SZ>>>(__VA_ARGS__)\n"
+        "#define CHECK(x) (x)\n")
+    (tmp_path / "k.cuh").write_text("__global__ void ideal_gas(double *d) {}\n")
+    (tmp_path / "ideal.cu").write_text('#include "common.hpp"\n#include "k.cuh"\n'
+                                       "void run(double *d, int num_blocks) {\n"
+                                       "  CUDALAUNCH(ideal_gas, d);\n}\n")
+    (tmp_path / "other.cu").write_text('#include "common.hpp"\nint f(int x) { return CHECK(x); }\n')
+    r = run_cli("kernels", "--no-compile", "ideal.cu", "other.cu", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "ideal.cu:4:3: launch ideal_gas<<<num_blocks, BLOCK_SZ>>> grid=? block=256" in r.stdout
+    assert "other.cu" not in r.stdout
