@@ -499,7 +499,7 @@ def _launch_macros(header: str) -> tuple[bytes, ...]:
                 end = m.end()
                 while True:                     # the define's logical line
                     nl = data.find(b"\n", end)
-                    if nl < 0 or data[nl - 1:nl] != b"\\" and data[nl - 2:nl] != b"\\\r":
+                    if nl < 0 or (data[nl - 1:nl] != b"\\" and data[nl - 2:nl] != b"\\\r"):
                         break
                     end = nl + 1
                 if b"<<<" in data[m.end():nl if nl >= 0 else len(data)]:
