@@ -835,3 +835,20 @@ def test_visual_studio_spaced_chevrons_are_a_launch():
     sf = parse(text)
     assert [(la.callee, la.block.x, la.span.line) for la in sf.launches] == \
         [("heavy", 256, 4), ("heavy", 32, 6)]
+
+
+def test_an_if_on_the_block_size_narrows_it_in_its_branch():
+    # DeepSpeed's swizzled_quantize: `dim3 block(threads); if (threads == 32) { k<32><<<n,
+    # block>>> } else if (threads == 512) ...` (18 launches); cuda-samples' matrixMul
+    # `if (block_size == 16) MatrixMulCUDA<16><<<grid, threads>>>` with dim3 threads(bs, bs)
+    text = ("template <int T> __global__ void k(float* p) {}\n"
+            "void launch(float* p, int n, int want) {\n"
+            "  const int threads = (want < 512) ? want : 512;\n  dim3 block(threads);\n"
+            "  if (threads == 32) {\n    k<32><<<n, block>>>(p);\n"
+            "  } else if (512 == threads) {\n    k<512><<<n, block>>>(p);\n"
+            "  } else {\n    k<0><<<n, block>>>(p);\n  }\n"
+            "  if (threads == 64 && n) k<64><<<n, block>>>(p);\n"
+            "  int w = want;\n  w += 1;\n  if (w == 128) k<128><<<n, w>>>(p);\n}\n")
+    got = [(la.block.x, la.dispatch) for la in parse(text).launches]
+    # the else, a compound condition and a written name: not narrowed
+    assert got == [(32, True), (512, True), (None, False), (None, False), (None, False)]

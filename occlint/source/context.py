@@ -413,7 +413,7 @@ class Context:
         dimBlock(threads, 1, 1)`. None otherwise."""
         case = self._site_cases(scope, site).get(name)
         if case is None:
-            return None
+            return self._if_value(scope, name, site)
         local = self.local(scope, name)
         if local is None or local.written:
             return None
@@ -424,6 +424,41 @@ class Context:
         if value is None or (before is not None and not _ends_in_jump(before)):
             return None         # `default:`, or entered from the case before it as well
         return self.env.value(value, None)
+
+    def _if_value(self, scope: int, name: bytes, site) -> int | None:
+        """The value `name` has at `site` because `site` is in the branch of an `if (name ==
+        C)` (or an `else if` of a chain of them), in the function starting at `scope`, which
+        never writes `name`: DeepSpeed's `if (threads == 32) { k<32><<<n, block>>> } else if
+        (threads == 512) ...` with `dim3 block(threads)`. None otherwise."""
+        fn = self._func_by_start.get(scope)
+        if fn is None or not fn.start_byte <= site.start_byte < fn.end_byte or \
+                self.data.find(b"==", fn.start_byte, site.start_byte) < 0:
+            return None
+        for p in reversed(ancestors(fn, site)):
+            if p.type == "lambda_expression":
+                return None
+            if p.type != "if_statement":
+                continue
+            body = p.child_by_field_name("consequence")
+            if body is None or not body.start_byte <= site.start_byte < body.end_byte:
+                continue
+            cond = p.child_by_field_name("condition")
+            while cond is not None and cond.type in ("condition_clause",
+                                                     "parenthesized_expression") \
+                    and cond.named_child_count == 1:
+                cond = cond.named_children[0]
+            op = cond.child_by_field_name("operator") if cond is not None and \
+                cond.type == "binary_expression" else None
+            if op is None or op.text != b"==":
+                continue
+            left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+            for a, b in ((left, right), (right, left)):
+                if a is not None and a.type == "identifier" and a.text == name:
+                    local = self.local(scope, name)
+                    if local is None or local.written:
+                        return None
+                    return self.env.value(b, None)
+        return None
 
     def _site_cases(self, scope: int, site) -> dict:
         """name -> the innermost `case` around `site` of a `switch (name)` (remembered)."""
