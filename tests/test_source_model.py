@@ -852,3 +852,24 @@ def test_an_if_on_the_block_size_narrows_it_in_its_branch():
     got = [(la.block.x, la.dispatch) for la in parse(text).launches]
     # the else, a compound condition and a written name: not narrowed
     assert got == [(32, True), (512, True), (None, False), (None, False), (None, False)]
+
+
+def test_a_block_that_is_a_parameter_every_call_passes_the_same_constant():
+    # DeepSpeed's multi_tensor_apply(block_size, ...) called with BLOCK_SIZE; llm.c's
+    # attention_forward(..., block_size) called with 256; one value is the block, more are
+    # choices, and an unknown caller leaves it a parameter, which the reason now says
+    from occlint.commands.kernels import records, why_no_occupancy
+
+    text = ("#define BLOCK_SIZE 512\n__global__ void k(float* p) {}\n"
+            "void one(long block_size, float* p, int n) { k<<<n, block_size>>>(p); }\n"
+            "void two(int b, float* p) { k<<<1, b>>>(p); }\n"
+            "void open_(int t, float* p) { k<<<1, t>>>(p); }\n"
+            "void run(float* p, int n, int m) {\n  one((long)BLOCK_SIZE, p, n);\n"
+            "  two(64, p); two(128, p);\n  open_(m, p);\n}\n")
+    sf = parse(text)
+    assert [(la.block.x, la.choices, la.block_parameter) for la in sf.launches] == [
+        (512, (), False), (None, ((64, 0), (128, 0)), False), (None, (), True)]
+    (rec,) = [r for r in records(sf) if r["kind"] == "launch" and r["block_text"] == "t"]
+    assert why_no_occupancy(rec, True, {"k"}) == (
+        "the block size `t` is a parameter of `open_`, and not every call of it in this file "
+        "passes a constant (a call from another file is not read)")

@@ -90,6 +90,7 @@ def records(sf) -> list[dict]:
             "function": la.function, "runtime_block": la.runtime_block, "call_text": None,
             "block_template": list(la.block_template),
             "block_choices": sorted({b for b, _smem in la.choices}),
+            "block_parameter": la.block_parameter,
         })
     for a in sf.attributes:
         out.append({
@@ -146,6 +147,10 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
         names = ", ".join(f"`{n}`" for n in r["block_template"])
         return (f"the block size `{r['block_text']}` depends on template parameters of `{fn}` "
                 f"({names}) through a type, which occlint does not evaluate")
+    if r["block"] is None and r.get("block_parameter"):
+        return (f"the block size `{r['block_text']}` is a parameter of "
+                f"`{r['function'] or 'its function'}`, and not every call of it in this file "
+                "passes a constant (a call from another file is not read)")
     if r["block"] is None and not r.get("block_choices"):
         return f"the block size `{r['block_text']}` is not a compile-time constant"
     if r["dynamic_smem"] is None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
 from occlint.source.context import Context, declarator_name
-from occlint.source.values import config_choices
+from occlint.source.values import config_choices, few_values
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
@@ -309,6 +309,10 @@ class LaunchReader:
         if runtime:
             b = Dim3(None, None, None, b.text)
         dyn = self.smem(smem, scope)
+        if b.total is None and not runtime and self._is_parameter(block, scope, integral=True):
+            one = few_values(ctx, block, scope)     # every call in the file passes the same
+            if one is not None and len(one) == 1 and one[0] >= 1:
+                b = Dim3(one[0], 1, 1, b.text)
         trace: set = set()
         choices = config_choices(ctx, block, smem, scope, b.total, dyn, trace) \
             if not runtime and (b.total is None or dyn is None) else ()
@@ -332,7 +336,19 @@ class LaunchReader:
             dispatch=dispatch, computed=computed, argc=_argc(call) if kind == "chevron" else None,
             block_template=self._template_words(block, call) if b.total is None and not choices
             else (),
+            block_parameter=b.total is None and not choices and self._is_parameter(block, scope),
         )
+
+    def _is_parameter(self, block, scope, integral: bool = False) -> bool:
+        """Is the block expression a parameter of the launching function (of an integer type,
+        with `integral`)?"""
+        if block is None or block.type != "identifier" or scope is None:
+            return False
+        local = self.env.local(scope, block.text, block)
+        if local is None or len(local.decls) != 1 or local.written or local.decls[0][1].type \
+                not in ("parameter_declaration", "optional_parameter_declaration"):
+            return False
+        return not integral or types.is_integral(local.decls[0][0].decode("utf-8", "replace"))
 
     def _template_words(self, block, call) -> tuple[str, ...]:
         """The template parameters of the function around `call` that the block expression
