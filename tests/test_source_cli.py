@@ -120,32 +120,42 @@ def test_fork_map_is_map_and_redoes_what_a_copy_could_not(tmp_path):
     assert fork_map(lambda n: n, []) == [] and fork_map(lambda n: n, [7]) == [7]
 
 
+FORK_MAP = """
+import os, time
+from occlint.process import fork_map
+
+parent = os.getpid()
+
+def slow(n):                # slow here: the copy, once it runs, takes the rest
+    time.sleep(0.05 if os.getpid() == parent else 0)
+    return [n, os.getpid()]
+
+got = fork_map(slow, list(range(8)), 2)
+assert [n for n, _ in got] == list(range(8)), got
+assert len({pid for _, pid in got}) == 2, got
+
+def fails_in_copy_at_three(n):
+    time.sleep(0.02 if os.getpid() == parent else 0)
+    if n == 3 and os.getpid() != parent:
+        raise RuntimeError("the copy dies holding item 3")
+    return n * 10
+
+assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
+assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]
+print("ok")
+"""
+
+
 def test_fork_map_hands_items_out_one_by_one():
     # two processes over eight slow items: each takes the next when done, so both work, the
-    # results keep the items' order, and a copy that fails midway has its items redone here
-    import os
-    import time
+    # results keep the items' order, and a copy that fails midway has its items redone here.
+    # In a fresh interpreter: fork_map works in-process where a thread runs (a test worker may
+    # hold one from another test)
+    import subprocess
+    import sys
 
-    from occlint.process import fork_map
-
-    parent = os.getpid()
-
-    def slow(n):                # slow here: the copy, once it runs, takes the rest
-        time.sleep(0.05 if os.getpid() == parent else 0)
-        return [n, os.getpid()]
-
-    got = fork_map(slow, list(range(8)), 2)
-    assert [n for n, _ in got] == list(range(8))
-    assert len({pid for _, pid in got}) == 2
-
-    def fails_in_copy_at_three(n):
-        time.sleep(0.02 if os.getpid() == parent else 0)
-        if n == 3 and os.getpid() != parent:
-            raise RuntimeError("the copy dies holding item 3")
-        return n * 10
-
-    assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
-    assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]
+    proc = subprocess.run([sys.executable, "-c", FORK_MAP], capture_output=True, text=True)
+    assert proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
 def test_the_listing_encoder_writes_what_json_writes():
