@@ -173,7 +173,7 @@ class Context:
         self._header_returns: dict[bytes, tuple | None] = {}
         self._names: dict[int, str | None] = {}
         self._locals: dict = {}
-        self._cases: dict = {}              # a launch's span -> _site_cases
+        self._cases: dict = {}              # a launch's span -> _site_conditions
         self._decl_blocks: dict = {}        # (scope, name) -> (declaration, its block), _visible
         self._tnames: dict[int, set[bytes]] = {}
         self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
@@ -408,15 +408,20 @@ class Context:
     def switch_value(self, scope: int, name: bytes, site) -> int | None:
         """The value `name` has at `site` because `site` is in a `case C:` of `switch (name)`
         that only its label enters (the case before it ends in break, return, continue, throw
-        or goto), in the function starting at `scope`, which never writes `name`: cuda-samples'
+        or goto), or else in the branch of an `if (name == C)` (or an `else if` of a chain of
+        them), in the function starting at `scope`, which never writes `name`: cuda-samples'
         `switch (threads) { case 512: reduce4<T, 512><<<grid, dimBlock>>>` with `dim3
-        dimBlock(threads, 1, 1)`. None otherwise."""
-        case = self._site_cases(scope, site).get(name)
-        if case is None:
-            return self._if_value(scope, name, site)
+        dimBlock(threads, 1, 1)`; DeepSpeed's `if (threads == 32) { k<32><<<n, block>>> } else
+        if (threads == 512) ...` with `dim3 block(threads)`. None otherwise."""
+        cases, ifs = self._site_conditions(scope, site)
+        case, equal = cases.get(name), ifs.get(name)
+        if case is None and equal is None:
+            return None
         local = self.local(scope, name)
         if local is None or local.written:
             return None
+        if case is None:
+            return self.env.value(equal, None)
         value = case.child_by_field_name("value")
         before = case.prev_named_sibling
         while before is not None and before.type == "comment":
@@ -425,60 +430,32 @@ class Context:
             return None         # `default:`, or entered from the case before it as well
         return self.env.value(value, None)
 
-    def _if_value(self, scope: int, name: bytes, site) -> int | None:
-        """The value `name` has at `site` because `site` is in the branch of an `if (name ==
-        C)` (or an `else if` of a chain of them), in the function starting at `scope`, which
-        never writes `name`: DeepSpeed's `if (threads == 32) { k<32><<<n, block>>> } else if
-        (threads == 512) ...` with `dim3 block(threads)`. None otherwise."""
-        fn = self._func_by_start.get(scope)
-        if fn is None or not fn.start_byte <= site.start_byte < fn.end_byte or \
-                self.data.find(b"==", fn.start_byte, site.start_byte) < 0:
-            return None
-        for p in reversed(ancestors(fn, site)):
-            if p.type == "lambda_expression":
-                return None
-            if p.type != "if_statement":
-                continue
-            body = p.child_by_field_name("consequence")
-            if body is None or not body.start_byte <= site.start_byte < body.end_byte:
-                continue
-            cond = p.child_by_field_name("condition")
-            while cond is not None and cond.type in ("condition_clause",
-                                                     "parenthesized_expression") \
-                    and cond.named_child_count == 1:
-                cond = cond.named_children[0]
-            op = cond.child_by_field_name("operator") if cond is not None and \
-                cond.type == "binary_expression" else None
-            if op is None or op.text != b"==":
-                continue
-            left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-            for a, b in ((left, right), (right, left)):
-                if a is not None and a.type == "identifier" and a.text == name:
-                    local = self.local(scope, name)
-                    if local is None or local.written:
-                        return None
-                    return self.env.value(b, None)
-        return None
-
-    def _site_cases(self, scope: int, site) -> dict:
-        """name -> the innermost `case` around `site` of a `switch (name)` (remembered)."""
+    def _site_conditions(self, scope: int, site) -> tuple[dict, dict]:
+        """(name -> the innermost `case` around `site` of a `switch (name)`, name -> the `C` of
+        the innermost `if (name == C)` whose branch holds `site`), remembered per site."""
         key = (site.start_byte, site.end_byte)
         got = self._cases.get(key)
         if got is None:
-            got = self._cases[key] = {}
+            got = self._cases[key] = ({}, {})
             fn = self._func_by_start.get(scope)
-            if fn is not None and fn.start_byte <= site.start_byte < fn.end_byte and \
-                    self.data.find(b"switch", fn.start_byte, site.start_byte) >= 0:
-                for p in reversed(ancestors(fn, site)):
-                    if p.type == "lambda_expression":
-                        break
-                    switch = p.parent.parent if p.type == "case_statement" else None
-                    if switch is None or switch.type != "switch_statement":
-                        continue
-                    cond = switch.child_by_field_name("condition")
+            if fn is None or not fn.start_byte <= site.start_byte < fn.end_byte or (
+                    self.data.find(b"switch", fn.start_byte, site.start_byte) < 0 and
+                    self.data.find(b"==", fn.start_byte, site.start_byte) < 0):
+                return got
+            cases, ifs = got
+            for p in reversed(ancestors(fn, site)):
+                if p.type == "lambda_expression":
+                    break
+                if p.type == "case_statement":
+                    switch = p.parent.parent
+                    cond = switch.child_by_field_name("condition") \
+                        if switch is not None and switch.type == "switch_statement" else None
                     inner = cond.named_children if cond is not None else []
                     if len(inner) == 1 and inner[0].type == "identifier":
-                        got.setdefault(inner[0].text, p)
+                        cases.setdefault(inner[0].text, p)
+                elif p.type == "if_statement":
+                    for name, value in _equality(p, site):
+                        ifs.setdefault(name, value)
         return got
 
     def _visible(self, scope: int, name: bytes, local: Local, at) -> Local:
@@ -886,6 +863,25 @@ def _template_parameters(template) -> list[bytes]:
                      None)
         out.append(n.text if n is not None else b"")
     return out
+
+
+def _equality(branch, site) -> list[tuple[bytes, object]]:
+    """[(name, the node of C)] when `site` is in the consequence of the `if_statement`
+    `branch` and its condition is `name == C` or `C == name`; else []."""
+    body = branch.child_by_field_name("consequence")
+    if body is None or not body.start_byte <= site.start_byte < body.end_byte:
+        return []
+    cond = branch.child_by_field_name("condition")
+    while cond is not None and cond.type in ("condition_clause", "parenthesized_expression") \
+            and cond.named_child_count == 1:
+        cond = cond.named_children[0]
+    op = cond.child_by_field_name("operator") if cond is not None and \
+        cond.type == "binary_expression" else None
+    if op is None or op.text != b"==":
+        return []
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    return [(a.text, b) for a, b in ((left, right), (right, left))
+            if a is not None and b is not None and a.type == "identifier"]
 
 
 _JUMPS = frozenset(("break_statement", "return_statement", "continue_statement",
