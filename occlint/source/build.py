@@ -104,7 +104,7 @@ def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parse
     reader = LaunchReader(ctx)
     launches, attributes = reader.api_calls()
     launches += reader.chevrons()
-    in_macros = macro_launches(ctx)
+    in_macros = macro_launches(ctx, reader)
     launches = sorted(launches + in_macros[0], key=lambda x: x.span.start)
     attributes += in_macros[1]
     sf = SourceFile(

@@ -23,10 +23,11 @@ from occlint.source.launches import LaunchReader
 _MARKERS = (b"<<<", b"cudaLaunch", b"cudaFuncSet", b"cudaOccupancyMaxPotentialBlockSize")
 
 
-def macro_launches(ctx: Context) -> tuple[list, list]:
+def macro_launches(ctx: Context, reader: LaunchReader) -> tuple[list, list]:
     """(launches, attribute calls) written in macro bodies: the file's own, and the launches of
-    a project header's launch macro at each use in the file (`_header_uses`)."""
-    own, attributes = _own_macros(ctx)
+    a project header's launch macro at each use in the file (`_header_uses`). `reader`: the
+    file's, which reads a body's launch again at each use (`_at_use`)."""
+    own, attributes = _own_macros(ctx, reader)
     return own + _header_uses(ctx), attributes
 
 
@@ -45,10 +46,9 @@ def _header_uses(ctx: Context) -> list:
         if len(defs) != 1 or b"<<<" not in defs[0][1] or name in own:
             continue
         params, body = defs[0]
-        if not params or b"<<<" not in body or name not in ctx.data:
+        if not params or name not in ctx.data:
             continue
-        head = body[:body.find(b"<<<")]
-        if not set(re.findall(rb"[A-Za-z_]\w*", head)) & set(params):
+        if not set(_NAME.findall(body[:body.find(b"<<<")])) & set(params):
             continue
         for start, end, args, _at in _uses(ctx, name):
             if len(args) < len([p for p in params if p != b"..."]):
@@ -56,8 +56,7 @@ def _header_uses(ctx: Context) -> list:
             bind = dict(zip(params, args, strict=False))
             bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) \
                 if params[-1:] == (b"...",) else b""
-            text = re.sub(rb"\s*##\s*", b"", re.sub(
-                rb"#?[A-Za-z_]\w*", lambda m, b=bind: b.get(m.group(0), m.group(0)), body))
+            text = _pasted(_bound(body, bind, _STRINGIFIED_OR_NAME))
             sub = Context("void __occlint_use() {\n" + text.decode("utf-8", "replace") + ";\n}\n",
                           ctx.path)
             env, mine = sub.env, ctx.env
@@ -70,7 +69,7 @@ def _header_uses(ctx: Context) -> list:
     return out
 
 
-def _own_macros(ctx: Context) -> tuple[list, list]:
+def _own_macros(ctx: Context, reader: LaunchReader) -> tuple[list, list]:
     defs = []
     for node in (*ctx.caps.get("def", ()), *ctx.caps.get("fdef", ())):
         value = node.child_by_field_name("value")
@@ -88,13 +87,13 @@ def _own_macros(ctx: Context) -> tuple[list, list]:
         best = max(readings, key=lambda r: sum(1 for la in r[0] if inside(la)))
         for la in best[0]:
             if inside(la):
-                uses = _at_uses(ctx, node, la)
+                uses = _at_uses(ctx, reader, node, la)
                 launches += [la] if uses is None else uses     # (none: the file has no use)
         attributes += [a for a in best[1] if inside(a)]
     return launches, attributes
 
 
-def _at_uses(ctx: Context, node, la) -> list | None:
+def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     """A body's launch whose kernel is a parameter of the macro (`#define LAUNCH(f, ...)
     f<<<n, 256>>>(__VA_ARGS__)`, CloverLeaf's `pack_##face`), once per use of the macro in the
     file (`LAUNCH(heavy, a, b);`), at the use, with the argument for the kernel; None when the
@@ -112,22 +111,19 @@ def _at_uses(ctx: Context, node, la) -> list | None:
     data = ctx.data
     head_end = data.find(b"<<<", la.span.start)
     head = re.sub(rb"\\\r?\n", b" ", data[la.span.start:head_end]) if head_end > 0 else b""
-    words = set(re.findall(rb"[A-Za-z_]\w*", head))
-    if not words & set(names):
+    if not set(_NAME.findall(head)) & set(names):
         return None
-    kernel_is_parameter = bool(set(re.findall(rb"[A-Za-z_]\w*", head.split(b"<")[0])) &
-                               set(names))
+    kernel_is_parameter = bool(set(_NAME.findall(head.split(b"<")[0])) & set(names))
     out = []
     for start, end, args, at in _uses(ctx, node.child_by_field_name("name").text):
         if len(args) < len(names):
             continue
         bind = dict(zip(names, args, strict=False))
-        text = re.sub(rb"\s*##\s*", b"", re.sub(
-            rb"[A-Za-z_]\w*", lambda m, b=bind: b.get(m.group(0), m.group(0)), head)).strip()
+        text = _pasted(_bound(head, bind)).strip()
         name, _, rest = text.partition(b"<")
         targs = [t.strip() for t in rest.rstrip(b">").split(b",")] if rest else []
         scope = ctx.scope_of(start)
-        out.append(_at_use(ctx, at, replace(
+        out.append(_at_use(ctx, reader, at, replace(
             la, callee=name.decode("utf-8", "replace"), span=ctx.tx.span(start, end),
             template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
             template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
@@ -141,6 +137,7 @@ def _uses(ctx: Context, name: bytes) -> list:
     macro in the file's live code, found in the text (tree-sitter reads `M(float, n)` as no
     call): not in a comment, a string or a `#define`, its arguments split at top-level commas."""
     from occlint.source.context import word_starts
+    from occlint.source.kernels import split_args
 
     data, out = ctx.data, []
     for start in word_starts(data, name, 0, len(data)):
@@ -156,27 +153,20 @@ def _uses(ctx: Context, name: bytes) -> list:
             i += 1
         if i >= len(data) or data[i] != 40:         # (
             continue
-        depth, j, args, begin = 0, i, [], i + 1
+        depth, j = 0, i
         while j < len(data):
-            c = data[j]
-            if c in b"([{":
-                depth += 1
-            elif c in b")]}":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif c == 44 and depth == 1:            # ,
-                args.append(data[begin:j])
-                begin = j + 1
+            depth += (data[j] == 40) - (data[j] == 41)      # ( )
+            if depth == 0:
+                break
             j += 1
         if j >= len(data):
             continue
-        args.append(data[begin:j])
+        args = split_args(data[i + 1:j])   # at top-level commas, as the preprocessor does
         out.append((start, j + 1, [b"".join(a.split()) for a in args], at))
     return out
 
 
-def _at_use(ctx: Context, call, la, bind: dict, scope):
+def _at_use(ctx: Context, reader: LaunchReader, call, la, bind: dict, scope):
     """`la` with its unknown block, grid and dynamic shared memory read again where the macro
     is used (ggml's `dim3 block(32, 8);` before `LIGHTNING_INDEXER_CASE(...)`), the macro's
     parameters replaced by the use's arguments."""
@@ -185,11 +175,9 @@ def _at_use(ctx: Context, call, la, bind: dict, scope):
     if scope is None or (la.block.total is not None and la.grid.total is not None and
                          la.dynamic_smem is not None):
         return la
-    reader = LaunchReader(ctx)
 
     def read(text: str):
-        code = re.sub(rb"[A-Za-z_]\w*", lambda m, b=bind: b.get(m.group(0), m.group(0)),
-                      text.encode("utf-8", "replace"))
+        code = _bound(text.encode("utf-8", "replace"), bind)
         return ctx.env.snippet(code)[1] if code.strip() else None
 
     ctx.env.use_site = call         # the names are the ones visible at the use
@@ -204,6 +192,20 @@ def _at_use(ctx: Context, call, la, bind: dict, scope):
     finally:
         ctx.env.use_site = None
     return replace(la, block=block, grid=grid, dynamic_smem=smem)
+
+
+_NAME = re.compile(rb"[A-Za-z_]\w*")
+_STRINGIFIED_OR_NAME = re.compile(rb"#?[A-Za-z_]\w*")    # `#f` stays: a string of the name
+
+
+def _bound(text: bytes, bind: dict, names: re.Pattern = _NAME) -> bytes:
+    """`text` with each name `bind` has replaced by its value (a macro's parameters)."""
+    return names.sub(lambda m: bind.get(m.group(0), m.group(0)), text)
+
+
+def _pasted(text: bytes) -> bytes:
+    """`a ## b` pasted into `ab`."""
+    return re.sub(rb"\s*##\s*", b"", text)
 
 
 def _texted(d, text: str):
