@@ -476,41 +476,15 @@ def _shares(files: list[str], sizes: list[int], jobs: int | None) -> tuple[list[
 def _includes_a_launch_macro(path: str, data: bytes) -> bool:
     """Does `data` `#include "..."` a header of its folder that defines a macro with `<<<` in it
     (CloverLeaf's units launch only through cuda_common.hpp's `CUDALAUNCH(kernel, ...)`)?"""
-    if b"include" not in data:
-        return False
+    from occlint.source.preproc import launch_macros, read_header
+    from occlint.toolchain.includers import quoted_includes
+
     folder = os.path.dirname(os.path.abspath(path))
-    for m in _QUOTED_INCLUDE.finditer(data):
-        names = _launch_macros(os.path.join(folder, os.fsdecode(m.group(1))))
+    for name in quoted_includes(data):
+        names = launch_macros(read_header(os.path.join(folder, os.fsdecode(name))) or b"")
         if any(re.search(rb"\b" + n + rb"\s*\(", data) for n in names):
             return True
     return False
-
-
-_QUOTED_INCLUDE = re.compile(rb'#[ \t]*include[ \t]*"([^"\n]+)"')
-_FUNCTION_MACRO = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)\(")
-_LAUNCH_MACROS: dict[str, tuple[bytes, ...]] = {}
-
-
-def _launch_macros(header: str) -> tuple[bytes, ...]:
-    """The function-like macros `header` defines with `<<<` in their body (remembered)."""
-    from occlint.source.preproc import read_header
-
-    got = _LAUNCH_MACROS.get(header)
-    if got is None:
-        data = read_header(header) or b""
-        found = []
-        if b"<<<" in data:
-            for m in _FUNCTION_MACRO.finditer(data):
-                end = m.end()
-                while True:                     # the define's logical line
-                    nl = data.find(b"\n", end)
-                    if nl < 0 or (data[nl - 1:nl] != b"\\" and data[nl - 2:nl] != b"\\\r"):
-                        break
-                    end = nl + 1
-                if b"<<<" in data[m.end():nl if nl >= 0 else len(data)]:
-                    found.append(m.group(1))
-        got = _LAUNCH_MACROS[header] = tuple(found)
-    return got
 
 
 def _read_all(files: list[str]) -> dict[str, bytes | str]:

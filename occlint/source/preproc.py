@@ -170,6 +170,18 @@ def _directives(data: bytes) -> list[tuple[int, int, bytes, bytes]]:
     return found
 
 
+_FUNCTION_LIKE = re.compile(rb"\s*([A-Za-z_]\w*)\(")
+
+
+def launch_macros(data: bytes) -> tuple[bytes, ...]:
+    """The function-like macros `data` defines with `<<<` in their body (CloverLeaf's
+    `CUDALAUNCH(kernel, ...)`), read from its directives (`_directives`, remembered per text)."""
+    if b"<<<" not in data:
+        return ()
+    return tuple(m.group(1) for _s, _e, word, rest in _directives(data)
+                 if word == b"define" and b"<<<" in rest and (m := _FUNCTION_LIKE.match(rest)))
+
+
 # The steps of a walk (`_State.do`).
 _SET, _MACRO, _FMACRO, _HEADER, _SEEN, _ONCE, _ARCH, _COUNT = range(8)
 _MISSING = object()

@@ -126,6 +126,18 @@ def include_lines(text: str) -> list[tuple[int, str]]:
     return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _INCLUDE_LINE.finditer(text)]
 
 
+# `#` first (a literal for the engine); that it starts its line is checked on each match
+_QUOTED_INCLUDE = re.compile(rb'#[ \t]*include[ \t]*"([^"\n]+)"')
+
+
+def quoted_includes(data: bytes) -> list[bytes]:
+    """The names, as written, of the `#include "..."` lines of `data`."""
+    if b"include" not in data:
+        return []
+    return [m.group(1) for m in _QUOTED_INCLUDE.finditer(data)
+            if not data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip(b" \t")]
+
+
 def included_names(text: str) -> frozenset[str]:
     """The file names (last path part) a text's `#include` lines name: the one reading of
     "does this unit include a file of that name", for `for_headers` and `flags.source_views`."""
@@ -289,15 +301,11 @@ def _quoted_cu_includes(folder: str) -> dict[str, list[tuple[str, str]]]:
             data = read_header(other)
             if not data or b'.cu"' not in data:
                 continue
-            text = data.decode("utf-8", "replace")
-            for _line, written in include_lines(text):
-                if written.endswith(".cu") and _quoted(text, written):
+            for name in quoted_includes(data):
+                if name.endswith(b".cu"):
+                    written = os.fsdecode(name)
                     got.setdefault(os.path.basename(written), []).append((other, written))
     return got
-
-
-def _quoted(text: str, written: str) -> bool:
-    return f'"{written}"' in text
 
 
 @functools.lru_cache(maxsize=256)
