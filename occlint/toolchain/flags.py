@@ -330,9 +330,8 @@ def source_views(paths: Iterable[str], config: Config,
         for unit, deps in includes.items():
             for dep in deps:
                 readers.setdefault(dep, []).append(unit)
-    includers = {path: (_includers(path, paths, readers, config, named)
-                        if path not in frags or (readers and readers.get(os.path.realpath(path)))
-                        else frags[path])[:MAX_PREFIX_INCLUDERS]
+    includers = {path: _includers(path, paths, readers, config, named,
+                                  frags.get(path))[:MAX_PREFIX_INCLUDERS]
                  for path in headers}
     wanted_at: dict[str, set[str]] = {}         # unit -> the headers to read its macros at
     for path, readers_of in includers.items():
@@ -359,9 +358,11 @@ def source_views(paths: Iterable[str], config: Config,
 
 
 def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | None,
-               config: Config, named: dict[str, list] | None = None) -> list[str]:
+               config: Config, named: dict[str, list] | None = None,
+               roots: list[str] | None = None) -> list[str]:
     """Units that read `header`: from the dependency lists (`readers`: each file a unit read ->
-    those units), else those among `paths` whose text has an `#include` of a file of its name
+    those units), else, for a `.cu` fragment, its `roots` (`includers.fragments`), else those
+    among `paths` whose text has an `#include` of a file of its name
     (`includers.included_names`; nearest folder first), else the database's. `named`: each
     name the units among `paths` include -> those units, filled here on the first call (pass
     the same dict for every header of one run)."""
@@ -373,6 +374,8 @@ def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | No
         found = sorted(u for u in set(readers.get(os.path.realpath(header), ())) if u != header)
         if found:
             return found
+    if roots:
+        return roots
     name = os.path.basename(header)
     here = os.path.dirname(os.path.abspath(header))
     named = {} if named is None else named
