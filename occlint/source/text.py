@@ -101,8 +101,8 @@ def _ends_statement(data: bytes, end: int) -> bool:
         start = data.rfind(b"\n", 0, end) + 1
         text = data[start:end].strip()
         if text:
-            return text.endswith((b";", b"{", b"}", b"*/")) or text.startswith((b"//", b"#")) \
-                or b"//" in text
+            return text.endswith((b";", b"{", b"}", b"*/")) or text.startswith(b"#") or \
+                b"//" in text
         end = start - 1
     return True
 
