@@ -359,7 +359,7 @@ class LaunchReader:
         params = self.ctx._template_names(fn)
         if not params:
             return ()
-        words = set(re.findall(rb"[A-Za-z_]\w*", block.text))
+        words = _words(block)
         body = fn.text
         for w in list(words):
             alias = re.search(rb"\busing\s+" + re.escape(w) + rb"\s*=([^;]*);", body) or \
