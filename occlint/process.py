@@ -1,12 +1,15 @@
 """Every child process occlint starts: a timeout, its own process group, and death with occlint.
 
 - `run(cmd, timeout=...)` starts the command in a new session (so a Ctrl-C at the terminal goes
-  to occlint alone, which then kills the whole group: nvcc, cicc, ptxas), with the Linux
-  parent-death signal set, and kills the group when the timeout passes.
+  to occlint alone, which then kills the whole group: nvcc, cicc, ptxas), and kills the group
+  when the timeout passes. It sets nothing up between fork and exec, so Python can use vfork
+  (a fork with a `preexec_fn` copied occlint's page tables: 2-5 ms a compile).
 - A watchdog (one small process per run, started with the first child) holds the read end of a
   pipe from occlint. When occlint ends in any way, SIGKILL included, the pipe closes and the
   watchdog kills every process group still registered and removes every temp folder still
   registered (`/tmp/occlint-*`). So no compile outlives occlint and no temp folder is left.
+  A child occlint started but had not yet registered (killed in between) is found by the
+  watchdog's token, which every child inherits in its environment (`OCCLINT_WATCHDOG`).
 - `kill_all()` kills the groups in flight (Ctrl-C, SIGTERM); `kill_all(final=True)` also kills
   any child a worker thread starts after it, so the exit never waits on a late compile.
 """
@@ -27,13 +30,24 @@ _WATCHDOG = r"""
 import os, shutil, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-groups, dirs = set(), set()
+groups, dirs, pending = set(), set(), 0
 for line in sys.stdin.buffer:            # ends when occlint's end of the pipe closes
     op, arg = line[:2], line[2:].rstrip(b"\n")
-    if op == b"+g": groups.add(int(arg))
+    if op == b"+s": pending += 1
+    elif op == b"-s": pending -= 1
+    elif op == b"+g": groups.add(int(arg)); pending -= 1
     elif op == b"-g": groups.discard(int(arg))
     elif op == b"+d": dirs.add(arg)
     elif op == b"-d": dirs.discard(arg)
+if pending > 0:                          # a child started but not registered: its token says
+    mark = b"\0OCCLINT_WATCHDOG=" + sys.argv[1].encode() + b"\0"
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/" + pid + "/environ", "rb") as fh:
+                if mark in b"\0" + fh.read() + b"\0":
+                    groups.add(os.getpgid(int(pid)))
+        except (OSError, ValueError):
+            pass
 for g in groups:
     try: os.killpg(g, signal.SIGKILL)
     except OSError: pass
@@ -51,13 +65,15 @@ class _Watchdog:
         self.tried = True
         try:      # posix_spawn, not Popen: no object to warn that it is "still running"
             read, write = os.pipe()
-            os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", _WATCHDOG], os.environ,
+            token = f"{os.getpid()}-{os.urandom(8).hex()}"
+            os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", _WATCHDOG, token], os.environ,
                            file_actions=[(os.POSIX_SPAWN_DUP2, read, 0),
                                          (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
                                          (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)],
                            setsid=True)
             os.close(read)
             self.fd = write       # not inheritable: only the watchdog holds the read end
+            os.environ["OCCLINT_WATCHDOG"] = token     # every child from now on carries it
         except (OSError, AttributeError, NotImplementedError):
             self.fd = None
 
@@ -81,40 +97,6 @@ class _Watchdog:
 
 
 WATCHDOG = _Watchdog()
-
-
-def _prctl():
-    """libc's prctl on Linux (None elsewhere): loaded by `run` before its first fork (ctypes
-    costs start-up time that a warm run, which starts no process, need not pay)."""
-    global _PRCTL
-    if _PRCTL is _UNLOADED:
-        prctl = None
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                prctl = ctypes.CDLL(None, use_errno=True).prctl
-            except (OSError, AttributeError):
-                pass
-        _PRCTL = prctl
-    return _PRCTL
-
-
-_UNLOADED = object()
-_PRCTL = _UNLOADED
-_PR_SET_PDEATHSIG = 1
-
-
-def _in_child() -> None:      # between fork and exec: no imports, no locks
-    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    # the watchdog learns the new group before it can have a child: occlint killed between
-    # the fork and its own "+g" (a SIGKILL) left a compile's children running
-    fd = WATCHDOG.fd
-    if fd is not None:
-        try:
-            os.write(fd, b"+g%d\n" % os.getpid())
-        except OSError:
-            pass
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -141,14 +123,31 @@ def kill_all(final: bool = False) -> None:
 
 
 def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
-        stderr_to_stdout: bool = True, started=None) -> tuple[int | None, bytes, bytes]:
+        stderr_to_stdout: bool = True, started=None, slot=None) -> tuple[int | None, bytes, bytes]:
     """(exit code, or None when `timeout` passed; stdout; stderr). The command's whole process
-    group is killed on timeout, and with occlint. `started()` is called once it runs."""
-    WATCHDOG.start()                    # before the fork: the child tells it its group
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
-                            start_new_session=True,
-                            preexec_fn=_in_child if _prctl() is not None else None)
+    group is killed on timeout, and with occlint. `started()` is called once it runs. `slot`: a
+    semaphore held while the command runs (not while its output is read), so a thread waiting
+    for it starts the next compile the moment one ends."""
+    if slot is None:
+        return _run(cmd, timeout, cwd, stderr_to_stdout, started, None)
+    slot.acquire()
+    held = [slot]
+    try:
+        return _run(cmd, timeout, cwd, stderr_to_stdout, started, held)
+    finally:
+        if held:
+            slot.release()
+
+
+def _run(cmd, timeout, cwd, stderr_to_stdout, started, held):
+    WATCHDOG.send("+s", "")             # before the fork: a child not yet registered is found
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
+                                start_new_session=True)
+    except BaseException:
+        WATCHDOG.send("-s", "")
+        raise
     _RUNNING.add(proc)
     WATCHDOG.send("+g", str(proc.pid))
     if _CLOSED:                         # started after the final sweep
@@ -167,6 +166,8 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
     finally:
         _RUNNING.discard(proc)
         WATCHDOG.send("-g", str(proc.pid))
+        if held:                        # the compile is over: the next one may start
+            held.pop().release()
     return proc.returncode, out or b"", err or b""
 
 

@@ -143,23 +143,49 @@ def test_a_compile_started_after_the_final_kill_is_killed_at_once(monkeypatch):
     assert time.monotonic() - start < 20 and code != 0
 
 
-def test_a_child_registers_its_group_before_it_runs(monkeypatch):
-    """The child itself tells the watchdog its process group between fork and exec, so an
-    occlint killed before its own "+g" (SIGKILL right after a fork) leaves no compile behind."""
+UNREGISTERED = """
+import os, signal, sys, threading, time
+from occlint import process
+send = process.WATCHDOG.send          # occlint dies between a child's start and its "+g"
+process.WATCHDOG.send = lambda op, arg: None if op == "+g" else send(op, arg)
+threading.Thread(target=process.run, daemon=True, kwargs={{"timeout": 600}},
+                 args=(["sh", "-c", "sleep 1000 & echo $! > {pids}; wait"],)).start()
+while not os.path.exists("{pids}") or not open("{pids}").read().strip():
+    time.sleep(0.01)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_child_killed_before_it_was_registered_dies_with_occlint(tmp_path):
+    """Children start with a plain vfork (nothing runs between fork and exec), so occlint can
+    be SIGKILLed after a child started and before it told the watchdog the child's group. The
+    watchdog then finds the child, and its children, by the token in their environment."""
+    pids = tmp_path / "pids"
+    proc = subprocess.run([sys.executable, "-c", UNREGISTERED.format(pids=pids)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert _pids(pids)
+    assert _wait(lambda: not any(_alive(p) for p in _pids(pids)), 15), "a compile outlived occlint"
+
+
+def test_children_are_started_without_a_preexec_function(monkeypatch):
+    """A `preexec_fn` makes Python fork (copying occlint's page tables, 2-5 ms per compile)
+    instead of vfork; each child carries the watchdog's token instead."""
+    import subprocess as sp
+
     from occlint import process
 
-    assert process._prctl() is not None         # Linux: children are set up before exec
-    read, write = os.pipe()
-    monkeypatch.setattr(process.WATCHDOG, "fd", write)
-    monkeypatch.setattr(process.WATCHDOG, "tried", True)
-    code, _out, _err = process.run(["true"], timeout=30)
-    os.close(write)
-    lines = os.read(read, 4096).split(b"\n")
-    os.close(read)
-    assert code == 0
-    plus = [ln for ln in lines if ln.startswith(b"+g")]
-    assert len(plus) == 2 and plus[0] == plus[1], lines     # the child's, then the parent's
-    assert lines.index(plus[0]) < lines.index(b"-g" + plus[0][2:])
+    seen = []
+    real = sp.Popen.__init__
+
+    def init(self, *args, **kwargs):
+        seen.append(kwargs.get("preexec_fn"))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(sp.Popen, "__init__", init)
+    code, out, _err = process.run(["sh", "-c", "echo $OCCLINT_WATCHDOG"], timeout=30)
+    assert code == 0 and seen == [None]
+    assert out.strip() and out.strip().decode() == os.environ["OCCLINT_WATCHDOG"]
 
 
 @pytest.mark.parametrize(("patched", "argv", "code"), [

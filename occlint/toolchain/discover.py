@@ -55,7 +55,7 @@ class Nvcc:
 
     # the two probes `_prefetch` starts ahead (their answers are remembered: probe.run)
     def _probe_archs(self) -> str:
-        return _run([self.path, "--list-gpu-arch"], self.probe_cache, timeout=self.timeout)
+        return _list_archs(self.path, self.probe_cache, self.timeout)
 
     def _probe_host(self) -> str:
         return host_compiler_version(self.host_compiler, self.probe_cache, self.timeout)
@@ -81,6 +81,10 @@ def _run(cmd: list[str], cache: str | None = None, depends_on: tuple[str, ...] =
     return probe.run(cmd, cache, depends_on=depends_on, timeout=timeout, failed=failed)
 
 
+def _list_archs(nvcc: str, cache: str | None, timeout: float) -> str:
+    return _run([nvcc, "--list-gpu-arch"], cache, timeout=timeout)
+
+
 def host_compiler_version(path: str | None, cache: str | None = None,
                           timeout: float = PROBE_TIMEOUT) -> str:
     if not path:
@@ -95,13 +99,17 @@ def _is_exe(path: str | os.PathLike) -> bool:
 _PREFETCH: dict[str, list[threading.Thread]] = {}   # real nvcc -> the threads probing ahead
 
 
-def _prefetch(nvcc: Nvcc) -> None:
-    """Ask `--list-gpu-arch` and the host compiler's version, each in a thread, while the
-    caller plans the compiles (a cold run waited for each in turn before its first compile);
-    `archs` and `host_version` wait for them, and the answers are remembered (probe.run)."""
-    threads = [threading.Thread(target=job, name="occlint-probe", daemon=True)
-               for job in (nvcc._probe_archs, nvcc._probe_host)]
-    _PREFETCH[nvcc.path] = threads
+def _prefetch(real: str, host: str | None, cache: str | None, timeout: float) -> None:
+    """Ask `--list-gpu-arch` of the real nvcc and the host compiler's version, each in a
+    thread, as soon as the real nvcc is known: while its `--version` runs and the caller plans
+    the compiles (a cold run waited for each in turn before its first compile). `archs` and
+    `host_version` wait for them, and the answers are remembered (probe.run)."""
+    if real in _PREFETCH:
+        return
+    threads = [threading.Thread(target=job, args=args, name="occlint-probe", daemon=True)
+               for job, args in ((_list_archs, (real, cache, timeout)),
+                                 (host_compiler_version, (host, cache, timeout)))]
+    _PREFETCH[real] = threads
     for thread in threads:
         thread.start()
 
@@ -119,12 +127,13 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-def _real_nvcc(candidate: str, cache: str | None = None,
-               timeout: float = PROBE_TIMEOUT) -> tuple[str, str] | None:
+def _real_nvcc(candidate: str, cache: str | None = None, timeout: float = PROBE_TIMEOUT,
+               known=None) -> tuple[str, str] | None:
     """(real path, version) for a working nvcc, or None. nvcc's own `_HERE_` names its real
     directory, which sees through symlinks and wrapper scripts alike; nvcc itself (an ELF
     binary after symlinks) needs no asking: its `_HERE_` is its own folder. The version probe
-    also depends on the real nvcc, so an in-place upgrade behind a wrapper is noticed."""
+    also depends on the real nvcc, so an in-place upgrade behind a wrapper is noticed.
+    `known(real)` is called once the real nvcc is known, before `--version` runs."""
     if not _is_exe(candidate):
         return None
     real = os.path.realpath(candidate)
@@ -137,6 +146,8 @@ def _real_nvcc(candidate: str, cache: str | None = None,
         here = re.search(r"^#\$ _HERE_=(.*)$", out, re.M)
     if here and _is_exe(os.path.join(here.group(1).strip(), "nvcc")):
         real = os.path.realpath(os.path.join(here.group(1).strip(), "nvcc"))
+    if known is not None:
+        known(real)
     version = re.search(r"release [\d.]+, V([\d.]+)",
                         _run([candidate, "--version"], cache, depends_on=(real,), timeout=timeout))
     if not version:
@@ -302,6 +313,8 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
         return _FOUND[key]
     found = None
     timeout = min(PROBE_TIMEOUT, config.compile_timeout) if config is not None else PROBE_TIMEOUT
+    host = shutil.which("g++")
+    host = os.path.realpath(host) if host else None
     for step, path in cands:
         if step in _FROM_FILES:
             why = _not_runnable(path)
@@ -310,17 +323,15 @@ def find_nvcc(config: Config | None = None, compile_commands: list[dict] | None 
                                    "checkout names or ships (name it in $CUDACXX to use it)")
             if why:
                 continue
-        got = _real_nvcc(path, cache, timeout)
+        got = _real_nvcc(path, cache, timeout,
+                         known=lambda real: _prefetch(real, host, cache, timeout))
         if got is None:
             if step == "config":
                 raise OcclintError(f"nvcc `{path}` (from the config or --nvcc) does not run")
             continue
         real, version = got
-        host = shutil.which("g++")
-        found = Nvcc(path=real, version=version, found_by=step,
-                     host_compiler=os.path.realpath(host) if host else None, probe_cache=cache,
-                     timeout=timeout)
-        _prefetch(found)
+        found = Nvcc(path=real, version=version, found_by=step, host_compiler=host,
+                     probe_cache=cache, timeout=timeout)
         break
     _FOUND[key] = found
     return found
