@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable
 
 from occlint.source import types
 from occlint.source.consteval import Env, Local, exprs
@@ -973,6 +974,17 @@ def _parsed(data: bytes) -> tuple:
         tree = parser().parse(data)
         hit = _PARSED[data] = (tree, file_captures(tree.root_node, data))
     return hit
+
+
+PARSE_AHEAD = 256       # files parsed ahead at most (the trees kept are cleared past 512)
+
+
+def parse_ahead(texts: Iterable[str]) -> None:
+    """Parse `texts` now, while a core is free, for the contexts made later of the same bytes."""
+    for text in list(texts)[:PARSE_AHEAD]:
+        _parsed(Text(text).parse_data)
+
+
 _BUILDING: set[tuple] = set()
 _TABLES: dict[tuple, tuple[dict, dict, dict]] = {}
 

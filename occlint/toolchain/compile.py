@@ -123,10 +123,11 @@ def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: 
 
 
 def run_with_timeout(cmd: list[str], cwd: str, timeout: float,
-                     started=None) -> tuple[int | None, str]:
+                     started=None, slot=None) -> tuple[int | None, str]:
     """(exit code or None on timeout, stdout+stderr). nvcc runs in its own process group, and
-    the whole group is killed on timeout and dies with occlint (occlint.process)."""
-    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd, started=started)
+    the whole group is killed on timeout and dies with occlint (occlint.process). `slot`: a
+    semaphore held while it runs."""
+    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd, started=started, slot=slot)
     return code, out.decode("utf-8", "replace")
 
 
@@ -142,14 +143,15 @@ def _display_path(reported: str, cwd: str, unit: str) -> str:
 
 def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, timeout: float,
                 *, failures: bool = False, started=None, memo: dict | None = None,
-                warnings: list[str] | None = None
+                warnings: list[str] | None = None, slot=None
                 ) -> tuple[list[Usage], list[CompileError], list[str] | Failure | None]:
     """Compile `unit` for `arch`: (usages, errors, files read; None when not cacheable; with
     `failures`, a Failure when a header is missing: one more preprocessing run finds it).
     `started()` is called once nvcc runs. `memo`: one run's answers that are the same for
     every arch of a unit (its inputs' kinds, its resolved dependency lists). `warnings`: where
     the compile's caveats go (a flag kept from the shell, code that could not be linked), so
-    that its cache entry can say them again; default, the run's WARNINGS.
+    that its cache entry can say them again; default, the run's WARNINGS. `slot`: a semaphore
+    nvcc holds while it runs (one per job).
     nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
     memo = {} if memo is None else memo
@@ -170,7 +172,7 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
             note(text)
         cmd = compile_command(nvcc, st.source, arch, st.flags, tmp)
         try:
-            code, out = run_with_timeout(cmd, cwd, timeout, started)
+            code, out = run_with_timeout(cmd, cwd, timeout, started, slot)
         except OSError as exc:
             return [], [CompileError(unit, None, None, f"cannot run nvcc: {exc}", arch, "nvcc",
                                      None, unit)], None
@@ -389,8 +391,9 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     own command (`flags.unit_command`) for its own archs. A header given without any unit that
     includes it is measured through its includers (`includers.for_headers`).
     `extra_entries`: compile-database entries of torch extension units (default: the root's
-    setup.py); the compilation database's own entry for a file wins. `meanwhile()`: work
-    this thread does while the first compiles run (it would wait for them otherwise)."""
+    setup.py); the compilation database's own entry for a file wins. `meanwhile(read)`: work
+    this thread does while the last compiles run (it would wait for them otherwise); `read`:
+    the files the compiles done by then read."""
     from occlint.toolchain import database, includers, libraries
 
     database.forget_folders()
@@ -456,9 +459,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     # `meanwhile` (Python work) runs once a core is free of nvcc: while every core compiles,
     # its CPU time is taken from the compiles (and its GIL from their staging)
     busy = [0]
-    lock = threading.Lock()
+    lock = threading.Condition()        # told when a compile starts or ends
     memo: dict = {}
     caveats: dict[tuple[str, str], list[str]] = {}     # (unit, arch) -> its compile's warnings
+    read: dict[str, None] = {}          # the files the compiles done so far read
 
     def work(item):
         unit, arch, flags, cwd, _key = item
@@ -468,15 +472,20 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
         def started():
             with lock:
                 busy[0] += 1
+                lock.notify()
             ran.append(True)
         try:
-            return compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
-                               failures=cache is not None, started=started, memo=memo,
-                               warnings=said)
-        finally:
-            if ran:
+            got = compile_one(nvcc, unit, arch, flags, cwd, config.compile_timeout,
+                              failures=cache is not None, started=started, memo=memo,
+                              warnings=said, slot=slot)
+            if isinstance(got[2], list):
                 with lock:
-                    busy[0] -= 1
+                    read.update(dict.fromkeys(got[2]))
+            return got
+        finally:
+            with lock:
+                busy[0] -= len(ran)
+                lock.notify()
 
     workers = max(1, min(jobs or config.jobs or os.cpu_count() or 1, len(todo) or 1))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
@@ -484,14 +493,20 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     WARNINGS.clear()
     WARNINGS.update(said_before)
     WARNINGS.update(e["occlint_warning"] for e in extra_entries if e.get("occlint_warning"))
-    pool = thread_map(work, todo, workers) if todo else None
+    # one thread more than jobs: it stages its compile while the others run, and starts it
+    # the moment one ends (its post-processing comes after)
+    slot = threading.Semaphore(workers)
+    pool = thread_map(work, todo, workers + 1) if todo else None
     try:
         done = iter(pool) if pool else ()
         if pool and meanwhile is not None:
-            while not pool.finished() and not (
-                    busy[0] < cores and ((workers < cores and busy[0]) or pool.all_started())):
-                time.sleep(0.005)
-            meanwhile()
+            with lock:
+                while not pool.finished() and not (
+                        busy[0] < cores and ((workers < cores and busy[0]) or pool.all_started())):
+                    lock.wait(0.05)
+            with lock:
+                files = list(read)
+            meanwhile(files)
         for item, (usages, errors, deps) in zip(todo, done, strict=True):
             unit, arch, _flags, _cwd, key = item
             _raise_if_tool_broken(errors, nvcc)
