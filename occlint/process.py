@@ -126,8 +126,8 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
         stderr_to_stdout: bool = True, started=None, slot=None) -> tuple[int | None, bytes, bytes]:
     """(exit code, or None when `timeout` passed; stdout; stderr). The command's whole process
     group is killed on timeout, and with occlint. `started()` is called once it runs. `slot`: a
-    semaphore held while the command runs (not while its output is read), so a thread waiting
-    for it starts the next compile the moment one ends."""
+    semaphore held until the command exits (not while the caller reads its report), so a
+    thread waiting for it starts the next compile the moment one ends."""
     if slot is None:
         return _run(cmd, timeout, cwd, stderr_to_stdout, started, None)
     slot.acquire()

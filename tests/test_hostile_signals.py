@@ -209,3 +209,35 @@ def test_an_interrupt_raised_inside_exec_keeps_the_exit_code(tmp_path, patched, 
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+JOBS_NVCC = """#!/bin/sh
+case "$*" in
+  *--version*) echo "Cuda compilation tools, release 13.0, V13.0.88" ;;
+  *--list-gpu-arch*) printf 'compute_80\\ncompute_86\\ncompute_89\\ncompute_90\\n' ;;
+  *-cubin*) touch "{running}/$$"; ls "{running}" | wc -l >> "{log}"; sleep 0.3
+            rm -f "{running}/$$"; exit 1 ;;
+esac
+"""
+
+
+def test_jobs_bounds_the_compiles_running_at_once(tmp_path):
+    """`--jobs 2`: never more than two nvcc at once, although one thread more than jobs stages
+    the next compile (a semaphore slot per running nvcc hands it over at exit)."""
+    from occlint.config import Config
+    from occlint.toolchain import collect_usage
+
+    running, log = tmp_path / "running", tmp_path / "log"
+    running.mkdir()
+    fake = tmp_path / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text(JOBS_NVCC.format(running=running, log=log))
+    fake.chmod(0o755)
+    for name in ("a.cu", "b.cu"):
+        (tmp_path / name).write_text(SCALE_100)
+    config = Config(root=str(tmp_path), nvcc=str(fake), no_cache=True,
+                    arch=("sm_80", "sm_86", "sm_89", "sm_90"))
+    report = collect_usage([str(tmp_path / "a.cu"), str(tmp_path / "b.cu")], config, jobs=2)
+    seen = [int(n) for n in log.read_text().split()]
+    assert len(seen) == 8 and report.compiled == 8
+    assert max(seen) == 2, seen

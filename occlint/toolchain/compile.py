@@ -151,7 +151,8 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
     every arch of a unit (its inputs' kinds, its resolved dependency lists). `warnings`: where
     the compile's caveats go (a flag kept from the shell, code that could not be linked), so
     that its cache entry can say them again; default, the run's WARNINGS. `slot`: a semaphore
-    nvcc holds while it runs (one per job).
+    nvcc holds while it runs (one per job; nvlink's short device link, when a cubin needs one,
+    runs outside it).
     nvcc sees only shell-safe names and flags (`safe.stage`); its output is mapped back. A
     unit that would read a device or FIFO is not compiled (`inputs.non_regular_input`)."""
     memo = {} if memo is None else memo
@@ -199,7 +200,7 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
             names = missing_headers(errors) if failures else None
             if names is None:
                 return usages, errors, None
-            return usages, errors, _failure(nvcc, st, arch, cwd, tmp, timeout, names)
+            return usages, errors, _failure(nvcc, st, arch, cwd, tmp, timeout, names, slot)
         try:
             deps = parse_depfile(Path(tmp, "x.d").read_text(encoding="utf-8",
                                                             errors="surrogateescape"))
@@ -230,14 +231,15 @@ def _realpath(path: str, tmp: str) -> str:
 
 
 def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
-             names: list[str]) -> Failure | None:
+             names: list[str], slot=None) -> Failure | None:
     """The same device preprocessing with `-M -MG -v`: every file it reads (missing headers
-    listed, not fatal) and the folders it searches (toolchain.failure)."""
+    listed, not fatal) and the folders it searches (toolchain.failure). It runs in a job's
+    `slot`, as the compile did."""
     depfile = os.path.join(tmp, "m.d")
     cmd = [nvcc.path, "-E", "-cubin", f"-arch={arch}", *st.flags, "-Xcompiler=-M,-MG,-v",
            "-o", depfile, st.source]
     try:
-        code, out = run_with_timeout(cmd, cwd, timeout)
+        code, out = run_with_timeout(cmd, cwd, timeout, slot=slot)
     except OSError:
         return None
     if code != 0:
