@@ -108,7 +108,7 @@ def run() -> None:
     import threading
 
     # a collection every 20000 allocations, not 700: imports and parsing make many objects and
-    # few cycles (8% of a cold one-file run's CPU before its first compile; same peak memory)
+    # few cycles (~5 ms before a cold one-unit run's first compile; the same peak memory)
     gc.set_threshold(20000, 20, 20)
     code = main()
     try:
