@@ -397,7 +397,11 @@ def _load_the_linter(texts: Sequence[str], read: Sequence[str]) -> None:
         from occlint.source.grammar import load_parser
         load_parser()
         occupancy.prepare_all()
-        from occlint.source.context import MAX_CONSTANT_HEADER_BYTES, MAX_CONSTANT_HEADERS, parse_ahead
+        from occlint.source.context import (
+            MAX_CONSTANT_HEADER_BYTES,
+            MAX_CONSTANT_HEADERS,
+            parse_ahead,
+        )
         from occlint.source.preproc import read_header
         from occlint.toolchain.includers import user_files
         headers = [read_header(p) for p in user_files(read)[:MAX_CONSTANT_HEADERS]]
