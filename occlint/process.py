@@ -128,18 +128,34 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
     group is killed on timeout, and with occlint. `started()` is called once it runs. `slot`: a
     semaphore held until the command exits (not while the caller reads its report), so a
     thread waiting for it starts the next compile the moment one ends."""
-    if slot is None:
-        return _run(cmd, timeout, cwd, stderr_to_stdout, started, None)
-    slot.acquire()
-    held = [slot]
+    if slot is not None:
+        slot.acquire()
     try:
-        return _run(cmd, timeout, cwd, stderr_to_stdout, started, held)
+        proc = _start(cmd, cwd, stderr_to_stdout)
+        if _CLOSED:                     # started after the final sweep
+            kill_group(proc)
+        if started is not None:
+            started()
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            proc.communicate()
+            return None, b"", b""
+        except BaseException:
+            kill_group(proc)
+            raise
+        finally:
+            _RUNNING.discard(proc)
+            WATCHDOG.send("-g", str(proc.pid))
     finally:
-        if held:
+        if slot is not None:            # the command is over: the next one may start
             slot.release()
+    return proc.returncode, out or b"", err or b""
 
 
-def _run(cmd, timeout, cwd, stderr_to_stdout, started, held):
+def _start(cmd: list[str], cwd: str | None, stderr_to_stdout: bool) -> subprocess.Popen:
+    """The child, in its own session, registered as running and with the watchdog."""
     WATCHDOG.send("+s", "")             # before the fork: a child not yet registered is found
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -150,25 +166,7 @@ def _run(cmd, timeout, cwd, stderr_to_stdout, started, held):
         raise
     _RUNNING.add(proc)
     WATCHDOG.send("+g", str(proc.pid))
-    if _CLOSED:                         # started after the final sweep
-        kill_group(proc)
-    if started is not None:
-        started()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        proc.communicate()
-        return None, b"", b""
-    except BaseException:
-        kill_group(proc)
-        raise
-    finally:
-        _RUNNING.discard(proc)
-        WATCHDOG.send("-g", str(proc.pid))
-        if held:                        # the compile is over: the next one may start
-            held.pop().release()
-    return proc.returncode, out or b"", err or b""
+    return proc
 
 
 class temp_folder:
