@@ -68,6 +68,15 @@ def is_dead(node, root) -> bool:
     return False
 
 
+def function_declarator(fn):
+    """The function declarator of definition `fn` (through pointer and reference ones), or
+    None."""
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
+        decl = decl.child_by_field_name("declarator")
+    return decl if decl is not None and decl.type == "function_declarator" else None
+
+
 def declarator_name(node):
     """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`, `(*k)(int)`), or None."""
     while node is not None and node.type not in ("identifier", "field_identifier"):
@@ -361,11 +370,8 @@ class Context:
             for _s, _e, fn in self.funcs:
                 if self.dead(fn):
                     continue        # `#if BNB_HIP` ... `#else` defines it twice
-                decl = fn.child_by_field_name("declarator")
-                while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
-                    decl = decl.child_by_field_name("declarator")
-                inner = decl.child_by_field_name("declarator") if decl is not None and \
-                    decl.type == "function_declarator" else None
+                decl = function_declarator(fn)
+                inner = decl.child_by_field_name("declarator") if decl is not None else None
                 if inner is not None and inner.type == "identifier":
                     found.setdefault(inner.text, []).append((fn, decl))
             self._returns = found
@@ -840,11 +846,8 @@ def _snippet_function(code: bytes, match) -> tuple | None:
                    if c.type in ("function_definition", "template_declaration")), None)
         if fn is not None and fn.type == "template_declaration":
             fn = next((c for c in fn.named_children if c.type == "function_definition"), None)
-        decl = fn.child_by_field_name("declarator") if fn is not None else None
-        while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
-            decl = decl.child_by_field_name("declarator")
-        got = _one_return(fn, decl) if decl is not None and decl.type == "function_declarator" \
-            else None
+        decl = function_declarator(fn) if fn is not None else None
+        got = _one_return(fn, decl) if decl is not None else None
         if len(_SNIPPET_FUNCTIONS) > 4096:
             _SNIPPET_FUNCTIONS.clear()
         hit = _SNIPPET_FUNCTIONS[text] = (tree, got)       # the tree keeps its nodes alive

@@ -10,7 +10,13 @@ sorted distinct values, or None when any path is unknown or there are more than 
 from __future__ import annotations
 
 from occlint.source.consteval import exprs
-from occlint.source.context import Context, _template_parameters, declarator_name, word_starts
+from occlint.source.context import (
+    Context,
+    _template_parameters,
+    declarator_name,
+    function_declarator,
+    word_starts,
+)
 
 MAX_VALUES = 16
 MAX_DEPTH = 4
@@ -139,7 +145,7 @@ def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
     fn = ctx.function_at(scope)
     if fn is None or depth >= MAX_DEPTH:
         return None
-    fdecl = _declarator(fn)
+    fdecl = function_declarator(fn)
     params = fdecl.child_by_field_name("parameters") if fdecl is not None else None
     if params is None:
         return None
@@ -156,14 +162,6 @@ def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
                 if a.type != "comment"]
         return args[index] if len(args) == len(plist) else None   # (defaults, overloads: no)
     return _over_calls(ctx, name.text, argument, depth, trace)
-
-
-def _declarator(fn):
-    """The function declarator of definition `fn` (through pointer and reference ones)."""
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    return d
 
 
 def _over_calls(ctx: Context, name: bytes, argument, depth, trace) -> set[int] | None:
@@ -194,7 +192,7 @@ def _template_parameter(ctx: Context, fn, name: bytes, depth, trace) -> set[int]
     if name not in names:
         return None
     index = names.index(name)
-    decl = _declarator(fn)
+    decl = function_declarator(fn)
     ident = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
     if ident is None:
         return None
