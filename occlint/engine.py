@@ -228,7 +228,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     errors_by_file: dict[str, list[CompileError]] = {}
     report = None
     if usage is None:
-        report = _collect(cuda, config, jobs, result, python, [texts[p] for p in cuda])
+        report = _collect(cuda, config, jobs, result, python, {p: texts[p] for p in cuda})
         usage = dict(report.usages) if report else {}
         errors_by_file = errors_by_file_of(report.errors if report else [], cuda, texts)
     per_unit = not config.arch and report is not None and bool(report.unit_archs)
@@ -384,11 +384,11 @@ def include_line(text: str | None, unit: str, header: str) -> int | None:
     return None
 
 
-def _load_the_linter(texts: Sequence[str], read: Sequence[str]) -> None:
+def _load_the_linter(texts: Mapping[str, str], read: Sequence[str]) -> None:
     """While nvcc runs: import the parser, the facts and the rules, which the lint after the
     compiles needs (~40 ms a cold one-file run waited for), and parse the files of the run
-    (`texts`) and the project headers the compiles done by then `read` (the parses are kept:
-    context._parsed; ~7 ms of a cuda-samples unit's tail)."""
+    (`texts`: path -> text) and the other project files the compiles done by then `read` (the
+    parses are kept: context._parsed; ~7 ms of a cuda-samples unit's tail)."""
     try:
         from occlint import aggregate, bounds, checks, fix, noqa, occupancy, project, registry  # noqa: F401
         from occlint.emit import encode  # noqa: F401
@@ -404,18 +404,20 @@ def _load_the_linter(texts: Sequence[str], read: Sequence[str]) -> None:
         )
         from occlint.source.preproc import read_header
         from occlint.toolchain.includers import user_files
-        headers = [read_header(p) for p in user_files(read)[:MAX_CONSTANT_HEADERS]]
-        parse_ahead([*texts, *(h.decode("utf-8", "replace") for h in headers
-                               if h is not None and len(h) <= MAX_CONSTANT_HEADER_BYTES)])
+        linted = {os.path.realpath(p) for p in texts}       # (a unit's own file leads its list)
+        others = [p for p in user_files(read) if p not in linted][:MAX_CONSTANT_HEADERS]
+        headers = [read_header(p) for p in others]
+        parse_ahead([*texts.values(), *(h.decode("utf-8", "replace") for h in headers
+                                        if h is not None and len(h) <= MAX_CONSTANT_HEADER_BYTES)])
     except Exception:
         pass
 
 
 def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: LintResult,
-             python: Sequence[str] = (), texts: Sequence[str] = ()):
+             python: Sequence[str] = (), texts: Mapping[str, str] | None = None):
     """The toolchain's UsageReport; without nvcc its notice says the register rules are off.
     `python`: the run's Python files, whose torch extension calls give units their flags;
-    `texts`: the CUDA files' texts, parsed while the last compiles run."""
+    `texts`: the CUDA files' path -> text, parsed while the last compiles run."""
     if not cuda:
         return None
     from occlint.toolchain import collect_usage
@@ -425,7 +427,7 @@ def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: Lint
         from occlint.python.extensions import run_entries
         extra = run_entries(config.root, python)
     report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=extra,
-                           meanwhile=lambda read: _load_the_linter(texts, read))
+                           meanwhile=lambda read: _load_the_linter(texts or {}, read))
     if report.notice:
         result.notices.append(report.notice)
     return report

@@ -284,8 +284,11 @@ def test_the_files_and_headers_are_parsed_while_the_last_compile_runs(tmp_path):
     header = tmp_path / "consts.h"
     header.write_text("constexpr int kThreads = 128;\n")
     unit = "#include \"consts.h\"\n__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+    path = tmp_path / "k.cu"
+    path.write_text(unit)
     context._PARSED.clear()
-    _load_the_linter([unit], [str(header), "/usr/include/stdio.h"])
+    # the compiles' dependency lists start with the unit itself: it is parsed once, as a file
+    _load_the_linter({str(path): unit}, [str(path), str(header), "/usr/include/stdio.h"])
     parsed = set(context._PARSED)
     assert Text(unit).parse_data in parsed
     assert Text(header.read_text()).parse_data in parsed
