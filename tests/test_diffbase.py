@@ -15,7 +15,8 @@ from occlint.model import Finding, Span
 
 def git(cwd, *args):
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                    "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+                    "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false",
+                    "-c", "maintenance.auto=false", *args],
                    cwd=cwd, check=True, capture_output=True)
 
 

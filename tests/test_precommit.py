@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BAD = SCALE_100 + STAGE_64K
 CLEAN = SCALE_100.replace("<<<4096, 100>>>", "<<<4096, 128>>>").replace("409600", "524288")
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
-       "-c", "init.defaultBranch=main"]
+       "-c", "init.defaultBranch=main", "-c", "maintenance.auto=false"]
 
 
 def git(cwd, *args) -> str:

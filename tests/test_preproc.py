@@ -365,7 +365,7 @@ def test_directive_lines_are_the_logical_lines_starting_with_hash():
     rng = random.Random(3)
     parts = [b"#", b"\\", b"\n", b"\r", b" ", b"\t", b"define", b"if", b"x", b"/*", b"*/"]
     for _ in range(20000):
-        data = b"".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
+        data = b"".join(rng.choices(parts, k=rng.randint(0, 30)))
         assert directives(_directive_lines(data)) == directives(every_line(data)), data
 
 
@@ -398,7 +398,7 @@ def test_directive_line_starts_are_the_multiline_patterns():
     cases = [b"", b"#", b"#a\n#b", b"  \\\n#x\n", b"\\\n#x", b"a\n  \\\r\n \t#y\r\n#z",
              b"x # y\n  # z\n\t\t#w", b"\n\n#", b" \\\n \\\n #q\n", b"#a\\\n#b\n"]
     rng = random.Random(3)
-    cases += [bytes(rng.choice(b"# \t\\\n\rab") for _ in range(rng.randrange(40)))
+    cases += [bytes(rng.choices(b"# \t\\\n\rab", k=rng.randrange(40)))
               for _ in range(3000)]
     for data in cases:
         assert list(_line_starts(data)) == [m.start() for m in _HASH_LINE.finditer(data)], data

@@ -56,7 +56,7 @@ def test_database_commands_split_as_shlex_does():
     rng = random.Random(5)
     parts = ["nvcc", " ", "\t", "\n", "-c", "'", '"', "\\", "#", "a.cu", "\x0b", "\u2003", "=",
              '\\"', "\\\\", "''", '""', "$x"]
-    cases += ["".join(rng.choice(parts) for _ in range(rng.randint(0, 14))) for _ in range(6000)]
+    cases += ["".join(rng.choices(parts, k=rng.randint(0, 14))) for _ in range(6000)]
     for command in cases:
         try:
             want = shlex.split(command)
@@ -96,7 +96,7 @@ def test_includers_index_finds_what_the_include_regex_finds(tmp_path):
     units = []
     for i in range(300):
         unit = tmp_path / f"u{i}.cu"
-        unit.write_bytes(b"".join(rng.choice(parts) for _ in range(rng.randint(0, 12))))
+        unit.write_bytes(b"".join(rng.choices(parts, k=rng.randint(0, 12))))
         units.append(str(unit))
     (tmp_path / "nested.cu").write_bytes(b'#include <x #include "a.cuh"\n')   # no closing >
     (tmp_path / "other.cu").write_bytes(b'#include "xa.cuh"\n')
@@ -329,6 +329,6 @@ def test_real_path_is_realpath(tmp_path):
     rng = random.Random(7)
     memo: dict[str, str] = {}
     for _ in range(3000):
-        parts = [rng.choice(names) for _ in range(rng.randint(1, 6))]
+        parts = rng.choices(names, k=rng.randint(1, 6))
         path = os.path.join(str(root), *parts)
         assert real_path(path, memo) == os.path.realpath(path), path

@@ -116,7 +116,7 @@ def test_probes_answered_together_are_all_saved(tmp_path, monkeypatch):
     def slow_first(src, dst):
         calls.append(dst)
         if len(calls) == 1:
-            time.sleep(0.3)
+            time.sleep(0.1)
         real(src, dst)
 
     monkeypatch.setattr(probe.os, "replace", slow_first)
