@@ -72,3 +72,15 @@ def test_archs_decided_in_one_order():
     assert archs_for(Config(), entries, recorded) == ("sm_75", "sm_89")     # what nvcc compiled for
     assert archs_for(Config(), entries) == ("sm_86",)                         # the build's flags
     assert archs_for(Config()) == ("sm_90",)                                  # the default GPU's
+
+
+@pytest.mark.parametrize("command", ["check", "kernels", "doctor", "baseline", "lock", "report"])
+def test_every_command_that_compiles_takes_cache_dir(command):
+    """`--cache-dir` as ruff's: on every command with a compile cache (kernels lacked it)."""
+    from occlint.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    args = sub.choices[command].parse_args(["x.cu", "--cache-dir", "elsewhere"]
+                                           if command != "doctor" else ["--cache-dir", "elsewhere"])
+    assert args.cache_dir == "elsewhere"

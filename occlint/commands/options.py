@@ -18,7 +18,7 @@ def csv(text: str) -> list[str]:
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, cache: bool = True) -> None:
     """`--config` (repeatable: one file and any number of inline `key = value`), `--arch`, `--gpu`
-    and, with `cache`, `--jobs` and `--no-cache`."""
+    and, with `cache`, `--jobs`, `--no-cache` and `--cache-dir`."""
     parser.add_argument("--config", action="append", metavar="FILE | KEY=VALUE",
                         help="config file, or an inline TOML `key = value` overriding it (repeatable)")
     parser.add_argument("--arch", action="append", type=csv, metavar="ARCHS",
@@ -29,6 +29,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, cache: bool = True)
                             help="parallel compiles (for kernels also the processes that share a "
                                  "large listing); default: the CPU count")
         parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
+        parser.add_argument("--cache-dir", metavar="DIR", help="the compile cache folder")
 
 
 def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +52,6 @@ def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force-exclude", action="store_true", default=None,
                         help="apply the excludes to files named on the command line too")
     parser.add_argument("--no-force-exclude", dest="force_exclude", action="store_false")
-    parser.add_argument("--cache-dir", metavar="DIR", help="the compile cache folder")
     parser.add_argument("--nvcc", metavar="PATH", help="use this nvcc")
 
 
