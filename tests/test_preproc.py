@@ -439,3 +439,40 @@ def test_a_header_function_is_read_from_its_definition_alone_or_its_live_branch(
     view = view_from_flags([], str(tmp_path))
     got = [(la.grid.x, la.block.x) for la in parse(unit.read_text(), str(unit), view).launches]
     assert got == [(32, 32), (None, 64)]
+
+
+@pytest.mark.parametrize("outer", ["#ifdef WITH_X", "#ifndef __CUDACC__", "#if 0",
+                                   "#if defined(A) && defined(B)"])
+@pytest.mark.parametrize("inner", ["#ifdef Y\n#endif", "#if 1\nint y;\n#else\n#endif",
+                                   "#ifdef Y\n#elif 1\n#endif"])
+def test_code_after_a_nested_conditional_in_a_dead_branch_is_dead(outer, inner):
+    # NVIDIA-developer-blog's longstaff_schwartz_svd_2.cu: a launch inside `#ifdef WITH_CDP`
+    # after a nested `#if ... #endif` was live (a false OCC032): the nested branch's dead range
+    # hid the rest of the outer one
+    data = f"int a;\n{outer}\n{inner}\nvoid host() {{}}\n#else\nint live;\n#endif\nint b;\n".encode()
+    s = scan(data, "x.cu", View(host=True, complete=True))
+    at = data.index(b"void host")
+    assert s.is_dead(at, at + 10)
+    for word in (b"int a", b"int live", b"int b"):
+        assert not s.is_dead(data.index(word)), word
+    text = ("__global__ void __launch_bounds__(256) a(float *x) {}\n#ifdef WITH_X\n#ifdef Y\n"
+            "#endif\nvoid host(float *x) { a<<<2, 1024>>>(x); }\n#endif\n"
+            "int main() { a<<<1, 128>>>(0); }\n")
+    launches = parse(text, "x.cu", View(host=True, complete=True)).launches
+    assert [la.block.total for la in launches] == [128]
+
+
+def test_names_the_toolkit_and_c_library_headers_define_are_unknown_not_undefined():
+    # ggml's common.cuh: `#if !defined(GGML_USE_HIP) && CUDART_VERSION >= 11070` then
+    # `#define GGML_CUDA_USE_CUB`; cuda_runtime.h (which nvcc includes in every .cu, and which
+    # occlint does not walk) defines CUDART_VERSION: the CUB branches were dead
+    data = (b"#include <cuda_runtime.h>\n#if !defined(GGML_USE_HIP) && CUDART_VERSION >= 11070\n"
+            b"#define USE_CUB\n#endif\n#ifdef USE_CUB\nint cub_path;\n#endif\n"
+            b"#if CUDA_VERSION >= 12000 || THRUST_VERSION > 1\nint versioned;\n#endif\n"
+            b"#if INT_MAX > 5 && defined(M_PI)\nint limits;\n#endif\n"
+            b"#ifdef MY_PROJECT_FLAG\nint flag;\n#endif\n#if defined(GGML_USE_HIP)\nint hip;\n#endif\n")
+    s = scan(data, "x.cu", View(host=True, complete=True))
+    live = {w: not s.is_dead(data.index(w)) for w in
+            (b"int cub_path", b"int versioned", b"int limits", b"int flag", b"int hip")}
+    assert live == {b"int cub_path": True, b"int versioned": True, b"int limits": True,
+                    b"int flag": False, b"int hip": False}

@@ -439,7 +439,10 @@ class _State:
                 if live is not False:
                     self._count(cond)
                 branch = _and(live, cond)
-                stack.append([live, branch, cond, end + 1 if branch is False else None])
+                # a dead range starts only where the parent is not dead already: nested ranges
+                # would hide the rest of the parent's (Scan.is_dead looks at one range)
+                stack.append([live, branch, cond,
+                              end + 1 if branch is False and live is not False else None])
                 live = branch
             elif word in (b"elif", b"elifdef", b"elifndef", b"else") and stack:
                 frame = stack[-1]
@@ -464,7 +467,7 @@ class _State:
                 frame[1] = branch
                 frame[2] = True if taken is True or cond is True else \
                     (None if taken is None or cond is None else False)
-                frame[3] = end + 1 if branch is False else None
+                frame[3] = end + 1 if branch is False and parent is not False else None
                 live = branch
             elif word == b"endif" and stack:
                 parent, _branch, _taken, dead_from = stack.pop()
@@ -558,7 +561,8 @@ class _State:
             self.do(_ARCH)
             if self.view.arch or self.view.host:
                 return True          # nvcc sets every arch macro it means to set
-        return name in self.undefined or (self.view.complete and not _reserved(name))
+        return name in self.undefined or (self.view.complete and not _reserved(name) and
+                                          not _LIBRARY_NAME.fullmatch(name))
 
     def condition(self, text: bytes):
         """True, False or None (unknown) for an `#if` expression."""
@@ -617,6 +621,17 @@ class _State:
 # and what nvcc no longer defines (`__DEVICE_EMULATION__`: the emulation mode CUDA 3.0 removed)
 _HIP = frozenset((b"__HIPCC__", b"__HIP__", b"__HIP_PLATFORM_AMD__", b"__HIP_PLATFORM_HCC__",
                   b"__HIP_DEVICE_COMPILE__", b"__HIP_ROCclr__", b"__DEVICE_EMULATION__"))
+
+
+# names the CUDA toolkit's and common libraries' headers define, which occlint does not walk:
+# never "undefined" for being defined nowhere occlint looked (ggml's `#if CUDART_VERSION >=
+# 11070` then `#define GGML_CUDA_USE_CUB`: cuda_runtime.h, which nvcc includes in every .cu,
+# defines it), but unknown; likewise <climits>/<cfloat>/<cmath> limits and constants
+_LIBRARY_NAME = re.compile(
+    rb"(?:CUDART|CUDA|CU|THRUST|CUB|CUDNN|NCCL|CUBLAS|CUBLASLT|CUSPARSE|CUFFT|CURAND|CUSOLVER|"
+    rb"CUTENSOR|NVSHMEM|NVTX|NPP|NV|CUTLASS|CUTE|CCCL|LIBCUDACXX|TORCH|C10|AT|PYBIND11)_\w+|"
+    rb"U?(?:INT|LONG|LLONG|SHRT|CHAR|INT\d+|SIZE|PTRDIFF|INTPTR)_(?:MAX|MIN|WIDTH)|"
+    rb"(?:FLT|DBL|LDBL)_\w+|M_\w+|HUGE_VALF?|INFINITY|NAN|RAND_MAX|EXIT_\w+|EOF|BUFSIZ")
 
 
 def _reserved(name: bytes) -> bool:
