@@ -203,6 +203,20 @@ def test_a_launch_through_a_function_pointer_says_so(tmp_path):
     assert why[1].startswith("not compiled")
 
 
+def test_a_launch_through_an_array_of_function_pointers_is_listed_and_says_so(tmp_path):
+    # NVIDIA-developer-blog's finite-difference.cu: `fpDeriv[fp]<<<grid[fp], block[fp]>>>` was
+    # missing from the listing, with no reason given
+    (tmp_path / "d.cu").write_text(
+        "__global__ void a(float* d) {}\n__global__ void b(float* d) {}\n"
+        "void run(float* d) {\n  void (*fp[2])(float*);\n  fp[0] = a; fp[1] = b;\n"
+        "  for (int i = 0; i < 2; i++)\n    fp[ i ]<<<4, 100>>>(d);\n}\n")
+    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=tmp_path)
+    launch = next(x for x in json.loads(r.stdout) if x["kind"] == "launch")
+    assert (launch["name"], launch["line"], launch["block"]) == ("fp[ i ]", 7, 100)
+    assert launch["no_occupancy"] == ("`fp[ i ]` is an element of `fp`, an array of function "
+                                      "pointers, which occlint does not follow to a kernel")
+
+
 def test_kernels_says_a_compile_error_once(tmp_path, nvcc_path):
     # apex: `kernels .` printed one nvcc error 784 times (per arch, per unit including it)
     (tmp_path / "bad.cuh").write_text("__device__ int f() { return undefined_name; }\n")

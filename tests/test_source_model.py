@@ -751,8 +751,9 @@ def test_a_block_that_is_a_template_parameter_of_the_launching_function():
     why = [why_no_occupancy(r, True, {"k", "plain"}) for r in recs]
     assert why[0] == ("the block size `B` is a template parameter of `nocall`: one size per "
                       "instantiation of it, which occlint does not list")
-    assert why[1].startswith("the block size `Ktraits::kNThreads` depends on template "
-                             "parameters of `viatype` (`kNThreads`) through a type")
+    # `viatype`, called once as viatype<64>: its alias's class constant, 64, and k<64>
+    assert (sf.launches[1].block.total, sf.launches[1].template_values) == (64, (64,))
+    assert why[1] == "the launch could not be matched to one compiled instantiation"
     assert why[2] == "the launch could not be matched to one compiled instantiation"
     assert why[3].startswith("the block size `W` is a template parameter of `paired`")
     assert why[4].startswith("the block size `D` is a template parameter of `deduced`")
@@ -873,3 +874,74 @@ def test_a_block_that_is_a_parameter_every_call_passes_the_same_constant():
     assert why_no_occupancy(rec, True, {"k"}) == (
         "the block size `t` is a parameter of `open_`, and not every call of it in this file "
         "passes a constant (a call from another file is not read)")
+
+
+def test_class_template_constants_through_aliases_and_the_launching_functions_calls():
+    # causal-conv1d / mamba: `using Ktraits = Conv_traits<kNThreads, kWidth>;` in a template
+    # launcher called as `launch<128, 4>(...)`, then `k<Ktraits><<<g, Ktraits::kNThreads,
+    # kSmemSize>>>` with `constexpr int kSmemSize = Ktraits::kSmemSize;`
+    text = (
+        "template<int kNThreads_, int kWidth_, bool kVec_=true> struct Tr {\n"
+        "  static constexpr int kNThreads = kNThreads_;\n"
+        "  static constexpr int kWidth = kWidth_;\n"
+        "  static constexpr int kSmemSize = kNThreads * 4 * (kVec_ ? 2 : 1);\n"
+        "  enum { kRows = 2 };\n};\n"
+        "template<typename K> __global__ void k(float* p) { p[threadIdx.x] = K::kWidth; }\n"
+        "template<int kNThreads, int kWidth> void same(float* p) {\n"
+        "  using Ktraits = Tr<kNThreads, kWidth>;\n"
+        "  constexpr int kSmemSize = Ktraits::kSmemSize;\n"
+        "  k<Ktraits><<<10, Ktraits::kNThreads, kSmemSize>>>(p);\n}\n"
+        "template<int kNThreads> void differ(float* p) {\n"
+        "  typedef Tr<kNThreads, 2, false> Ktraits;\n"
+        "  k<Ktraits><<<10, Ktraits::kNThreads>>>(p);\n}\n"
+        "using Fixed = Tr<96, 1>;\n"
+        "void plain(float* p) { k<Fixed><<<10, Fixed::kNThreads, Fixed::kRows * 8>>>(p);\n"
+        "  k<Fixed><<<10, Tr<160, 1>::kNThreads, Tr<160, 1, false>::kSmemSize>>>(p); }\n"
+        "void run(float* p) { same<128, 2>(p); same<128, 4>(p); differ<64>(p); differ<32>(p); }\n")
+    sf = parse(text)
+    got = [(la.block.total, la.dynamic_smem, la.choices) for la in sf.launches]
+    # `same`: 128 threads and 1 KB for both calls; `differ`: 64 or 32 threads, each with its
+    # own instantiation, so neither alone (no choices: they would pair with either kernel)
+    assert got == [(128, 1024, ()), (None, 0, ()), (96, 16, ()), (160, 640, ())]
+    from occlint.commands.kernels import records, why_no_occupancy
+
+    why = why_no_occupancy([r for r in records(sf) if r["kind"] == "launch"][1], True, {"k"})
+    assert why == ("the block size `Ktraits::kNThreads` depends on template parameters of "
+                   "`differ` (`kNThreads`), and the calls of `differ` in this file do not give "
+                   "it one value (each instantiation has its own; a call from another file is "
+                   "not read)")
+
+
+def test_a_specialized_class_template_is_not_read_for_its_constants():
+    # `Tr<128>` specialized: the specialization's own constant (64), never the primary
+    # template's (128); any other argument: unknown (a partial specialization may match it)
+    text = ("template<int N> struct Tr { static constexpr int kThreads = N; };\n"
+            "template<> struct Tr<128> { static constexpr int kThreads = 64; };\n"
+            "__global__ void k(float* p) {}\n"
+            "void run(float* p) { k<<<10, Tr<128>::kThreads>>>(p); k<<<10, Tr<256>::kThreads>>>(p); }\n")
+    assert [la.block.total for la in parse(text).launches] == [64, None]
+
+
+def test_a_local_assigned_in_every_arm_of_an_if_else_takes_those_values():
+    # NVIDIA-developer-blog's gups.cu: `size_t thread; if (!shm) { thread = GMEM; ... } else {
+    # thread = SHMEM; ... }` then 13 launches at `thread` (both 1024): "not a constant"
+    text = ("#define GMEM 1024\n#define SHMEM 1024\n__global__ void k(float *x) {}\n"
+            "void same(float *x, bool shm) {\n  size_t thread, grid;\n"
+            "  if (!shm) { thread = GMEM; grid = 8; } else { thread = SHMEM; grid = 4; }\n"
+            "  k<<<grid, thread>>>(x);\n}\n"
+            "void two(float *x, bool c) { int t; if (c) { t = 256; } else { t = 128; } k<<<1, t>>>(x); }\n"
+            "void chain(float *x, int c) { int t; if (c == 1) t = 256; else if (c == 2) t = 512;"
+            " else t = 64; k<<<1, t>>>(x); }\n"
+            "void no_else(float *x, bool c) { int t; if (c) t = 256; k<<<1, t>>>(x); }\n"
+            "void twice(float *x, bool c) { int t; if (c) { t = 256; t = 32; } else { t = 128; }"
+            " k<<<1, t>>>(x); }\n"
+            "void after(float *x, bool c) { int t; if (c) t = 256; else t = 128; t = 64;"
+            " k<<<1, t>>>(x); }\n"
+            "void looped(float *x, bool c) { int t; if (c) { for (;;) t = 256; } else t = 128;"
+            " k<<<1, t>>>(x); }\n"
+            "void before(float *x, bool c) { int t; k<<<1, t>>>(x); if (c) t = 1; else t = 2; }\n")
+    got = [(la.function, la.block.total, tuple(sorted({c[0] for c in la.choices})))
+           for la in parse(text).launches]
+    assert got == [("same", 1024, ()), ("two", None, (128, 256)), ("chain", None, (64, 256, 512)),
+                   ("no_else", None, ()), ("twice", None, ()), ("after", None, ()),
+                   ("looped", None, ()), ("before", None, ())]

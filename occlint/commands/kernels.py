@@ -146,7 +146,8 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
                     "size per instantiation of it, which occlint does not list")
         names = ", ".join(f"`{n}`" for n in r["block_template"])
         return (f"the block size `{r['block_text']}` depends on template parameters of `{fn}` "
-                f"({names}) through a type, which occlint does not evaluate")
+                f"({names}), and the calls of `{fn}` in this file do not give it one value (each "
+                "instantiation has its own; a call from another file is not read)")
     if r["block"] is None and r.get("block_parameter"):
         return (f"the block size `{r['block_text']}` is a parameter of "
                 f"`{r['function'] or 'its function'}`, and not every call of it in this file "
@@ -622,6 +623,8 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
         name = la.callee
         if "::" in name or find_kernel(sf, la) is not None:
             continue
+        element = "[" in name                   # `fpDeriv[fp]<<<...>>>`: an array's element
+        name = name.split("[", 1)[0].strip()
         ctx = ctx or parsed_for(sf).ctx
         at = ctx.tx.data.find(name.encode(), len(sf.text[:la.span.start].encode()))
         fn = ctx.function_at(at) if at >= 0 else None
@@ -631,7 +634,11 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
         params = params.child_by_field_name("parameters") if params is not None else None
         named = params is not None and re.search(rb"\b" + re.escape(name.encode()) + rb"\b",
                                                  params.text) is not None
-        if named or ctx.local(fn.start_byte, name.encode()) is not None:
+        if element:
+            out[(la.span.line, la.span.column)] = (
+                f"`{la.callee}` is an element of `{name}`, an array of function pointers, "
+                "which occlint does not follow to a kernel")
+        elif named or ctx.local(fn.start_byte, name.encode()) is not None:
             out[(la.span.line, la.span.column)] = (
                 f"`{name}` is a variable of `{la.function or 'its function'}` (a function "
                 "pointer), which occlint does not follow to a kernel")

@@ -62,6 +62,45 @@ def _assigned_once(decl, local: Local, at):
     return write.child_by_field_name("right")
 
 
+def assigned_in_branches(decl, local: Local, at) -> list | None:
+    """The value nodes of `name = value;` in each arm of one if/else (chains of `else if`
+    too, a final `else` required) that follows the declaration without a value in its block,
+    one write per arm and no other write, when the use `at` comes after that `if` in the block
+    (gups: `size_t thread; if (!shm) { thread = A; ... } else { thread = B; ... }`); else None."""
+    if decl.type != "declaration" or len(local.writes) < 2 or local.fields or at is None:
+        return None
+    block = decl.parent
+    stmts = [w.parent for w in local.writes]
+    if block is None or block.type != "compound_statement" or any(
+            w.type != "assignment_expression" or w.child_by_field_name("operator") is None or
+            w.child_by_field_name("operator").text != b"=" or
+            s is None or s.type != "expression_statement" for w, s in zip(local.writes, stmts)):
+        return None
+    top = stmts[0]
+    while top is not None and top.parent != block:
+        top = top.parent
+    if top is None or top.type != "if_statement" or \
+            not top.end_byte <= at.start_byte < block.end_byte:
+        return None
+    arms, node = [], top
+    while node is not None and node.type == "if_statement":
+        arms.append(node.child_by_field_name("consequence"))
+        other = node.child_by_field_name("alternative")
+        node = other.named_children[-1] if other is not None and other.named_children else None
+        if node is not None and node.type != "if_statement":
+            arms.append(node)
+            break
+    else:
+        return None                    # no final `else`: the declaration's garbage may be read
+    values = []
+    for arm in arms:
+        mine = [s for s in stmts if s == arm or (arm is not None and s.parent == arm)]
+        if len(mine) != 1:
+            return None
+        values.append(local.writes[stmts.index(mine[0])].child_by_field_name("right"))
+    return values if len(values) == len(stmts) else None
+
+
 def _div(a: int, b: int) -> int | None:
     if b == 0:
         return None
@@ -126,6 +165,9 @@ class Env:
         # macro's body read at a use of the macro): that use's node (occlint.source.macros)
         self.use_site = None
         self.structs: dict[str, tuple[int, int]] = {}
+        # (scope, head, node) -> what `head::member` reads in a class template the file defines
+        # (occlint.source.classes.class_constants); set by occlint.source.context
+        self.class_constants: Callable | None = None
         self._active: set = set()
         self._memo: dict = {}
         self._depth = 0
@@ -406,6 +448,10 @@ class Env:
             local = self.local(scope, name, self.use_site or at)
             if local is not None:
                 return self._local(name, local, scope, bind, at)
+        if plain != name and self.class_constants is not None:
+            v = self._class_member(name, plain, scope, bind, at)
+            if v is not None:
+                return v
         key = ("g", name)
         if key in self._memo:
             return self._memo[key]
@@ -417,6 +463,46 @@ class Env:
         finally:
             self._active.discard(key)
         return v
+
+    def _class_member(self, name, plain, scope, bind, at):
+        """`Ktraits::kNThreads`: a static constant of a class (template) the file defines, its
+        parameters bound to the arguments its alias, or the name, gives; members before it in
+        the class are bound as they evaluate (`kSmem = kNThreads * 4`)."""
+        found = self.class_constants(scope, name.rsplit(b"::", 1)[0], at)
+        if found is None:
+            return None
+        params, defaults, args, members = found
+        key = ("c", scope, name, at.start_byte if at is not None else None)
+        if key in self._active:
+            return None
+        memo = ("cv",) + key[1:] if not bind else None
+        if memo in self._memo:
+            return self._memo[memo]
+        self._active.add(key)
+        cut, narrowed = self._cut, self._narrowed
+        got = None
+        try:
+            inner: dict = {}
+            for i, param in enumerate(params):
+                if i < len(args):
+                    v = self.value(args[i], scope, bind)
+                else:
+                    v = self.value(defaults[i], None, inner) if defaults[i] is not None else None
+                if v is not None and param:
+                    inner[param] = v
+            for member, node in members:
+                v = self.value(node, None, inner)
+                if v is not None:
+                    inner[member] = v
+                if member == plain:
+                    got = v
+                    break
+        finally:
+            self._active.discard(key)
+        if memo is not None and self._cut == cut and self._narrowed == narrowed and \
+                not self._active - {key}:
+            self._memo[memo] = got
+        return got
 
     def _local(self, name, local, scope, bind, at=None):
         # a local's initializer reads the same template bindings as the expression naming it
@@ -430,8 +516,14 @@ class Env:
             return None
         if local.written or decl.type != "init_declarator":
             value = _assigned_once(decl, local, at)     # `int b; b = 512;` read after it
-            if value is None:
-                return None
+            if value is None:           # `int b; if (c) b = 512; else b = 512;`: one value
+                arms = assigned_in_branches(decl, local, at) or ()
+                self._active.add(key)
+                try:
+                    got = {self.value(v, scope, bind) for v in arms} or {None}
+                finally:
+                    self._active.discard(key)
+                return got.pop() if len(got) == 1 else None
         else:
             value = decl.child_by_field_name("value")
         memo = ("lv", id(local)) if not bind else None   # a Local lives as long as its Context

@@ -7,6 +7,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 
 from occlint.source import types
+from occlint.source.classes import class_constants
 from occlint.source.consteval import Env, Local, exprs
 from occlint.source.grammar import file_captures, parser
 from occlint.source.preproc import Scan, View, scan
@@ -179,6 +180,7 @@ class Context:
         self.env.local = self.local
         self.env.switch_value = self.switch_value
         self.env.function_return = self.function_return
+        self.env.class_constants = lambda scope, head, at=None: class_constants(self, scope, head, at)
         self._returns: dict | None = None
         self._header_returns: dict[bytes, tuple | None] = {}
         self._names: dict[int, str | None] = {}

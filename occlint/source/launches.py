@@ -8,7 +8,7 @@ from dataclasses import replace
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
 from occlint.source.context import Context, declarator_name
-from occlint.source.values import config_choices, few_values
+from occlint.source.values import config_choices, few_values, template_bindings
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
@@ -290,6 +290,8 @@ class LaunchReader:
                args=()) -> Launch | None:
         ctx, tx = self.ctx, self.ctx.tx
         name, targs = callee_parts(self.kernel_ref(callee_node, call))
+        if name is None and callee_node is not None and callee_node.type == "subscript_expression":
+            name = " ".join(tx.node_text(callee_node).split())   # `fpDeriv[fp]<<<g, b>>>`
         if name is None:
             return None
         scope = ctx.scope_of(call.start_byte)
@@ -321,11 +323,18 @@ class LaunchReader:
             # `k<WIN_SX, 8><<<g, WIN_SX>>>`: each block goes with one instantiation, not with
             # every one (Rodinia's dwt2d: 128 threads paired with k<64, 8> was a false OCC032)
             choices = ()
+        tvalues = self.template_values(targs, scope)
+        if b.total is None and not runtime and not choices:
+            one = self._instantiated(block, smem, targs, scope, call)
+            if one is not None:
+                b = Dim3(one[0], 1, 1, b.text)
+                dyn = dyn if dyn is not None else one[1]
+                tvalues = one[2] or tvalues
         return Launch(
             callee=name, path=ctx.path, span=tx.node_span(call),
             grid=self.dim3(grid, scope), block=b, kind=kind,
             template_args=tuple(" ".join(tx.node_text(a).split()) for a in targs),
-            template_values=self.template_values(targs, scope),
+            template_values=tvalues,
             dynamic_smem=dyn,
             dynamic_smem_text=tx.node_text(smem) if smem is not None else "",
             stream_text=tx.node_text(stream) if stream is not None else "",
@@ -338,6 +347,29 @@ class LaunchReader:
             else (),
             block_parameter=b.total is None and not choices and self._is_parameter(block, scope),
         )
+
+    def _instantiated(self, block, smem, targs, scope, call):
+        """(block size, dynamic shared memory or None, the kernel's template values or ()) of a
+        launch in a template function whose every call in the file writes its template
+        arguments (`launch<128, 4>(...)`) and, those bound, gives one block size: `using Ktraits
+        = Traits<kNThreads>;` then `k<Ktraits><<<g, Ktraits::kNThreads, kSmem>>>`, or
+        `k<BS><<<g, BS>>>` called once. The shared memory and the kernel's arguments count
+        when they too are one; None otherwise."""
+        fn = self.ctx.function_at(call.start_byte)
+        if fn is None or block is None or not self._template_words(block, call):
+            return None
+        binds = template_bindings(self.ctx, fn)
+        if not binds:
+            return None
+        totals, smems, values = set(), set(), set()
+        for bind in binds:
+            totals.add(self.env.value(block, scope, bind))
+            smems.add(self.env.value(smem, scope, bind) if smem is not None else 0)
+            values.add(tuple(self.env.value(a, scope, bind) for a in targs))
+        if len(totals) != 1 or None in totals or min(totals) < 1:
+            return None
+        return (next(iter(totals)), next(iter(smems)) if len(smems) == 1 else None,
+                next(iter(values)) if len(values) == 1 else ())
 
     def _is_parameter(self, block, scope, integral: bool = False) -> bool:
         """Is the block expression a parameter of the launching function (of an integer type,

@@ -9,7 +9,7 @@ sorted distinct values, or None when any path is unknown or there are more than 
 
 from __future__ import annotations
 
-from occlint.source.consteval import exprs
+from occlint.source.consteval import assigned_in_branches, exprs
 from occlint.source.context import (
     Context,
     _template_parameters,
@@ -71,6 +71,17 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
         return out
     if t == "identifier" and scope is not None:
         local = ctx.local(scope, node.text)
+        if local is not None and local.written and len(local.decls) == 1:
+            arms = assigned_in_branches(local.decls[0][1], local, node)   # `if ... b = 256;
+            if not arms:                                                # else b = 128;`
+                return None
+            out: set[int] = set()
+            for value in arms:
+                got = _values(ctx, value, scope, depth, bind, trace)
+                if got is None:
+                    return None
+                out |= got
+            return out
         if local is None or not local.decls or local.written:
             return None
         if len(local.decls) == 1 and local.decls[0][1].type in (
@@ -207,6 +218,44 @@ def _template_parameter(ctx: Context, fn, name: bytes, depth, trace) -> set[int]
             return None         # deduced, defaulted, or the template calling itself
         return targs[index]
     return _over_calls(ctx, ident.text, argument, depth, trace)
+
+
+def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
+    """One binding of template function `fn`'s parameters per live call in this file (outside
+    it) that writes its template arguments (`launch<128, 4, float>(...)`: the values known at
+    the call; type arguments stay unbound); None when `fn` is not a template, has no call, or a
+    call leaves an argument without a default to deduction."""
+    t = fn.parent
+    if t is None or t.type != "template_declaration":
+        return None
+    names = _template_parameters(t)
+    plist = t.child_by_field_name("parameters")
+    needed = sum(p.type not in ("optional_parameter_declaration",
+                                "optional_type_parameter_declaration")
+                 for p in (plist.named_children if plist is not None else ()))
+    decl = function_declarator(fn)
+    ident = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
+    if ident is None:
+        return None
+    out = []
+    for call in _calls(ctx, ident.text):
+        if fn.start_byte <= call.start_byte < fn.end_byte:
+            return None                 # the template calling itself
+        f = call.child_by_field_name("function")
+        while f is not None and f.type == "qualified_identifier":
+            f = f.child_by_field_name("name")
+        targs = exprs(f.child_by_field_name("arguments")) \
+            if f is not None and f.type == "template_function" else []
+        if len(targs) < needed:
+            return None
+        scope = ctx.scope_of(call.start_byte)
+        bind = {}
+        for name, arg in zip(names, targs):
+            v = ctx.env.value(arg, scope)
+            if v is not None and name:
+                bind[name] = v
+        out.append(bind)
+    return out or None
 
 
 def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
