@@ -841,6 +841,10 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
     seen = set()
     kernels = {kf.kernel.qualname: kf.kernel for kf in facts.kernels}
     over = [kf for kf in facts.kernels if kf.static_over_limit is not None]
+    archs: dict[str, list[str]] = {}         # one error, every arch it failed for, in order
+    for err in facts.compile_errors:
+        if err.arch and err.arch not in archs.setdefault(err.message.strip(), []):
+            archs[err.message.strip()].append(err.arch)
     for err in facts.compile_errors:
         if over and "shared data" in err.message:
             continue    # OCC021 already names this cause at the declaration
@@ -859,6 +863,9 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         if key in seen:
             continue
         seen.add(key)
-        values = {"message": err.message.strip(), "arch": err.arch or "", "compiler": err.compiler}
+        failed = archs.get(err.message.strip()) or ([err.arch] if err.arch else [])
+        every = len(failed) > 1 and set(facts.archs) <= set(failed)
+        values = {"message": err.message.strip(), "compiler": err.compiler,
+                  "arch": f"every target arch ({len(failed)})" if every else ", ".join(failed)}
         yield Hit("OCC900", span, values, "with_arch" if err.arch else "message", err.arch,
                   err.kernel, None, ())

@@ -128,3 +128,23 @@ def test_a_finding_merged_across_lines_points_sarif_at_each_line():
                            Config(arch=("sm_90",), select=("OCC010",)))
     [result] = build(findings, root=".")["runs"][0]["results"]
     assert [r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]] == [4, 5, 6]
+
+
+def test_a_compile_error_names_every_arch_it_failed_for():
+    # NVIDIA-developer-blog: `nvcc failed for sm_80` when sm_90 failed the same way; an error of
+    # one arch alone still names that arch
+    from occlint.model import CompileError
+
+    text = '#include "range.hpp"\n__global__ void k() {}\n#if X\n#endif\n'
+    errors = [CompileError("u.cu", 1, 10, "`range.hpp` not found", "sm_80"),
+              CompileError("u.cu", 1, 10, "`range.hpp` not found", "sm_90"),
+              CompileError("u.cu", 3, 1, "only here", "sm_90")]
+    def messages(archs):
+        return [f.message for f in lint_source(text, "u.cu", [], Config(arch=archs),
+                                               compile_errors=errors) if f.code == "OCC900"]
+
+    assert messages(("sm_80", "sm_90")) == [
+        "nvcc failed for every target arch (2): `range.hpp` not found",
+        "nvcc failed for sm_90: only here"]
+    assert messages(("sm_80", "sm_90", "sm_100")) == [
+        "nvcc failed for sm_80, sm_90: `range.hpp` not found", "nvcc failed for sm_90: only here"]
