@@ -632,10 +632,21 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
             worst = min(facts.archs, key=lambda a: gpus.arch(a).max_threads_per_sm)
             limits = gpus.arch(worst)
             cap = Pct(limits.max_threads_per_sm // 1024 * 1024 / limits.max_threads_per_sm)
+            if cap >= 1 and _fits_1024(kf, facts.archs):
+                continue    # its registers are known and launchable at 1024 (the shared memory
+                            # alone is unknown): the hypothetical register limit says nothing
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "arch": worst, "cap": cap,
                       "max_regs": limits.regs_per_block // 1024}
             yield Hit("OCC030", launch_arg(launch, 1), values,
                       "capped" if cap < 1 else "message", None, kf.kernel.qualname, None, ())
+
+
+def _fits_1024(kf, archs) -> bool:
+    """nvcc measured every instantiation on every target arch, each within the registers a
+    1024-thread block can launch with."""
+    from occlint import gpus
+    return all(kf.usages.get(a) and all(u.registers <= gpus.arch(a).regs_per_block // 1024
+                                        for u in kf.usages[a]) for a in archs)
 
 
 def _best_smaller_block(sites: list[Site]) -> int | None:

@@ -233,6 +233,16 @@ def test_occ030_says_what_nvcc_measured():
     # without usage: the hypothetical wording
     (f,) = lint_source(text, "k.cu", [], Config(arch=("sm_90",)))
     assert "above 64 registers/thread it cannot launch" in f.message
+    # measured registers but unknown dynamic shared memory (gups' `d_bench_shmem`, launched with
+    # all of it): the hypothetical register limit is moot at 10 registers, true at 80
+    shmem = ("__global__ void k(float* x) { extern __shared__ float s[]; x[threadIdx.x] = s[0]; }\n"
+             "void run(float* x, int n) { k<<<1000, 1024, n * 4>>>(x); }\n")
+    assert lint_source(shmem, "k.cu", usage[1:], Config(arch=("sm_90",))) == []
+    (f,) = lint_source(shmem, "k.cu", [Usage(kernel="k", arch="sm_90", registers=80)],
+                       Config(arch=("sm_90",)))
+    assert "above 64 registers/thread it cannot launch" in f.message
+    (f,) = lint_source(shmem, "k.cu", usage, Config(arch=("sm_86", "sm_90")))   # 66.7% on sm_86
+    assert f.code == "OCC030"
     # declared for 1024 threads (llm.c's fused classifier): by design, and ptxas keeps it launchable
     designed = _kernel("__launch_bounds__(1024, 1)", "k<<<1000, 1024>>>(x)")
     assert lint_source(designed, "k.cu", [], Config(arch=("sm_90",))) == []
