@@ -765,6 +765,8 @@ def small_grid(facts: Facts) -> Iterator[Hit]:
                 continue
             if not kf.kernel.grid_stride:
                 continue    # the grid is the problem's decomposition, not a knob (no gridDim)
+            if _feeds_one_block(facts, launch, grid):
+                continue
             sites = [s for s in by_launch.get(launch.span.start, []) if s.occ and s.occ.active_blocks]
             per_sm = sites[0].occ.active_blocks if sites else 1     # (unknown: not said)
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "grid": grid,
@@ -776,6 +778,15 @@ def small_grid(facts: Facts) -> Iterator[Hit]:
             # no blocks/SM to multiply (rasterize_coarse.cu said "1 x 132 = 132")
             yield Hit("OCC033", launch_arg(launch, 0), values, "message" if sites else "no_per_sm",
                       None, kf.kernel.qualname, None, ())
+
+
+def _feeds_one_block(facts: Facts, launch, grid: int) -> bool:
+    """A later launch of the same function is one block of `grid` threads: a two-pass
+    reduction whose second pass takes one partial per thread (NVIDIA's longstaff_schwartz:
+    `partial<<<NT, NT>>>` then `final<<<1, NT>>>`), so the grid is bound to that block size."""
+    return any(other.function == launch.function and other.span.start > launch.span.start and
+               other.grid.total == 1 and other.block.total == grid
+               for other in facts.source.launches)
 
 
 @check("OCC034")

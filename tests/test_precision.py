@@ -307,6 +307,20 @@ def test_occ033_only_for_kernels_that_spread_work_over_the_grid():
                   "cuda::atomic_ref<int, cuda::thread_scope_system>(*flag).store(1);"):
         comm = stride.replace("x[i] = 0;\n", "x[i] = 0;\n    " + fence + "\n").replace("int n)", "int n, int* flag)")
         assert lint_source(comm + launch.replace("1 << 20)", "1 << 20, 0)"), "k.cu", [], Config()) == [], fence
+    # a two-pass reduction whose second pass is one block of `grid` threads (NVIDIA's
+    # longstaff_schwartz: `partial<<<NT, NT>>>` then `final<<<1, NT>>>`, one partial per
+    # thread): the grid is bound to that block, not a knob; another second pass is not
+    two = stride + ("__global__ void fin(float* x) { x[0] = x[threadIdx.x]; }\n"
+                    "void run(float* x) {\n  const int NT = 128;\n  k<<<NT, NT>>>(x, 1 << 20);\n"
+                    "  fin<<<1, NT>>>(x);\n}\n")
+    assert lint_source(two, "k.cu", [], Config()) == []
+    for other in ("fin<<<1, 256>>>(x)", "fin<<<2, NT>>>(x)"):
+        codes = [f.code for f in lint_source(two.replace("fin<<<1, NT>>>(x)", other), "k.cu", [],
+                                             Config())]
+        assert codes == ["OCC033"], other
+    before = two.replace("  k<<<NT, NT>>>(x, 1 << 20);\n  fin<<<1, NT>>>(x);",
+                         "  fin<<<1, NT>>>(x);\n  k<<<NT, NT>>>(x, 1 << 20);")
+    assert [f.code for f in lint_source(before, "k.cu", [], Config())] == ["OCC033"]
 
 
 # --- `static __global__` kernels keep their nvcc figures ------------------------------------------
