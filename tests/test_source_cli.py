@@ -244,3 +244,18 @@ def test_kernels_lists_a_file_that_launches_only_through_a_headers_macro(tmp_pat
     assert r.returncode == 0, r.stderr
     assert "ideal.cu:4:3: launch ideal_gas<<<num_blocks, BLOCK_SZ>>> grid=? block=256" in r.stdout
     assert "other.cu" not in r.stdout
+
+
+def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
+    # DeepSpeed: a block macro from a header occlint did not find was only "not a compile-time
+    # constant"; a local or a parameter says what it is
+    (tmp_path / "d.cu").write_text(
+        '#include "missing_config.h"\n__global__ void k(float* x) {}\n'
+        "void run(float* x, int n) {\n  int b = n;\n  k<<<10, BLOCK_SIZE>>>(x);\n"
+        "  k<<<10, b>>>(x);\n}\n")
+    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=tmp_path)
+    why = [x["no_occupancy"] for x in json.loads(r.stdout) if x["kind"] == "launch"]
+    assert why == ["the block size `BLOCK_SIZE` is defined nowhere occlint looked (this file, the "
+                   "project headers it includes, the compile flags): if a header defines it, add "
+                   "that header's folder to `include-dirs`",
+                   "the block size `b` is not a compile-time constant"]

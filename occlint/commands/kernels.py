@@ -153,7 +153,7 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
                 f"`{r['function'] or 'its function'}`, and not every call of it in this file "
                 "passes a constant (a call from another file is not read)")
     if r["block"] is None and not r.get("block_choices"):
-        return f"the block size `{r['block_text']}` is not a compile-time constant"
+        return NOT_CONSTANT.format(r["block_text"])
     if r["dynamic_smem"] is None:
         return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
                 "constant")
@@ -579,7 +579,35 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
         if r["kind"] == "launch":
             r["no_occupancy"] = pointers.get((r["line"], r["column"])) or \
                 why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
+            if r["no_occupancy"] == NOT_CONSTANT.format(r["block_text"]) and \
+                    _defined_nowhere(sf, r):
+                r["no_occupancy"] = DEFINED_NOWHERE.format(r["block_text"])
     return recs
+
+
+NOT_CONSTANT = "the block size `{}` is not a compile-time constant"
+DEFINED_NOWHERE = ("the block size `{}` is defined nowhere occlint looked (this file, the project "
+                   "headers it includes, the compile flags): if a header defines it, add that "
+                   "header's folder to `include-dirs`")
+
+
+def _defined_nowhere(sf, r: dict) -> bool:
+    """The launch's block is a plain name that the file writes only inside launch
+    configurations, and that no macro, constant or enumerator of its project headers or flags
+    defines (DeepSpeed: a macro of a header occlint did not find)."""
+    from occlint.source.build import parsed_for
+
+    name = r["block_text"]
+    if not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
+        return False
+    configs = [la.config_span for la in sf.launches if la.config_span is not None]
+    if any(not any(c.start <= m.start() < c.end for c in configs)
+           for m in re.finditer(r"\b" + name + r"\b", sf.text)):
+        return False            # declared, assigned or mentioned elsewhere in the file
+    env = parsed_for(sf).ctx.env
+    key = name.encode()
+    return not (key in env.macros or key in env.fmacros or env.globals.get(key) or
+                env.enums.get(key))
 
 
 def _defining_headers(sf, path: str, report, memo: dict) -> list:
