@@ -708,8 +708,9 @@ def test_a_local_assigned_once_after_its_declaration():
             "  int branch;\n  if (c) branch = 32;\n  k<<<1, branch>>>(p);\n"
             "  int loop;\n  for (;;) { loop = 32; k<<<1, loop>>>(p); }\n"
             "  int plus;\n  plus += 32;\n  k<<<1, plus>>>(p);\n}\n")
-    # before the assignment, assigned twice, in a branch, in a loop, by `+=`: unknown
-    assert [la.block.x for la in parse(text).launches] == [None, 512, None, None, None, None]
+    # before the assignment, in a branch without `else`, in a loop, by `+=`: unknown; assigned
+    # twice by statements of its block: the last write before the launch
+    assert [la.block.x for la in parse(text).launches] == [None, 512, 128, None, None, None]
 
 
 def test_a_dim3_given_fields_by_statements_of_its_block():
@@ -945,3 +946,25 @@ def test_a_local_assigned_in_every_arm_of_an_if_else_takes_those_values():
     assert got == [("same", 1024, ()), ("two", None, (128, 256)), ("chain", None, (64, 256, 512)),
                    ("no_else", None, ()), ("twice", None, ()), ("after", None, ()),
                    ("looped", None, ()), ("before", None, ())]
+
+
+def test_a_reassigned_local_is_read_at_each_use_and_dim3_locals_carry_few_values():
+    # ccminer: lbry's `tpb = 1024; dim3 block1(tpb); tpb = 768; dim3 block2(tpb);` (straight
+    # line: each use reads the last write before it), and cubehash's `uint32_t tpb = TPB35; if
+    # (arch >= 500) tpb = TPB50; dim3 block(tpb);` (one of the two)
+    text = ("__global__ void k(float *x) {}\n"
+            "void seq(float *x) {\n  int tpb;\n  tpb = 1024;\n  dim3 b1(tpb);\n  tpb = 768;\n"
+            "  dim3 b2(tpb);\n  k<<<1, b1>>>(x);\n  k<<<1, b2>>>(x);\n  k<<<1, tpb>>>(x);\n}\n"
+            "void init(float *x) { int t = 64; t = 96; k<<<1, t>>>(x); }\n"
+            "void maybe(float *x, int arch) {\n  unsigned tpb = 576;\n  if (arch >= 500) tpb = 1024;\n"
+            "  dim3 block(tpb, 2);\n  k<<<1, block>>>(x);\n  const dim3 b = dim3(tpb);\n"
+            "  k<<<1, b>>>(x);\n}\n"
+            "void square(float *x, bool c) { int s = c ? 4 : 32; dim3 b(s, s); k<<<1, b>>>(x); }\n"
+            "void looped(float *x, int n) { int t = 32; for (int i = 0; i < n; i++) t = 64;"
+            " k<<<1, t>>>(x); }\n"
+            "void nested(float *x, bool c) { int t = 32; if (c) { t = 64; } k<<<1, t>>>(x); t = 128; }\n")
+    got = [(la.function, la.block.total, tuple(sorted({c[0] for c in la.choices})))
+           for la in parse(text).launches]
+    assert got == [("seq", 1024, ()), ("seq", 768, ()), ("seq", 768, ()), ("init", 96, ()),
+                   ("maybe", None, (1152, 2048)), ("maybe", None, (576, 1024)),
+                   ("square", None, ()), ("looped", None, ()), ("nested", None, ())]

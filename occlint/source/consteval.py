@@ -46,59 +46,84 @@ def exprs(node) -> list:
 _BUILTIN_DIM3 = frozenset((b"threadIdx", b"blockIdx", b"blockDim", b"gridDim"))   # not locals
 
 
-def _assigned_once(decl, local: Local, at):
-    """The value node of `name = value;`, the one write of a local declared without a value
-    (`int block_size;`), when that statement and the use `at` after it are in the block of
-    the declaration (not in a branch or loop of it); else None."""
-    if decl.type != "declaration" or len(local.writes) != 1 or local.fields or at is None:
-        return None
-    write, block = local.writes[0], decl.parent
+def _block_of(decl):
+    """The compound statement a local's declaration is a statement of, and that statement."""
+    stmt = decl.parent if decl.type == "init_declarator" else decl
+    block = stmt.parent if stmt is not None else None
+    return (block, stmt) if block is not None and block.type == "compound_statement" else (None, None)
+
+
+def _plain_write(write) -> bool:
     op = write.child_by_field_name("operator") if write.type == "assignment_expression" else None
-    stmt = write.parent
-    if op is None or op.text != b"=" or stmt is None or stmt.type != "expression_statement" or \
-            block is None or stmt.parent != block or block.type != "compound_statement" or \
-            not write.end_byte <= at.start_byte < block.end_byte:
+    return op is not None and op.text == b"=" and write.parent is not None and \
+        write.parent.type == "expression_statement"
+
+
+def _assigned_once(decl, local: Local, at):
+    """The value node that reaches the use `at` of a local whose every write is a statement
+    `name = value;` of the declaration's own block (not in a branch or loop of it): the last
+    such write before `at` (`int b; b = 512;`, and lbry's `tpb = 1024; dim3 b1(tpb); tpb = 768;
+    dim3 b2(tpb);`), else its initializer; None otherwise."""
+    if not local.writes or local.fields or at is None:
         return None
-    return write.child_by_field_name("right")
+    block, stmt = _block_of(decl)
+    if block is None or not stmt.end_byte <= at.start_byte < block.end_byte:
+        return None
+    last = None
+    for write in local.writes:
+        if not _plain_write(write) or write.parent.parent != block:
+            return None
+        if write.end_byte <= at.start_byte and (last is None or write.start_byte > last.start_byte):
+            last = write
+    if last is None:
+        return decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+    return last.child_by_field_name("right")
 
 
 def assigned_in_branches(decl, local: Local, at) -> list | None:
-    """The value nodes of `name = value;` in each arm of one if/else (chains of `else if`
-    too, a final `else` required) that follows the declaration without a value in its block,
-    one write per arm and no other write, when the use `at` comes after that `if` in the block
-    (gups: `size_t thread; if (!shm) { thread = A; ... } else { thread = B; ... }`); else None."""
-    if decl.type != "declaration" or len(local.writes) < 2 or local.fields or at is None:
+    """The value nodes a local may hold at `at` when its only writes are `name = value;` in
+    the arms of one if/else (chains of `else if` too) that follows the declaration in its
+    block, one write per arm, and `at` comes after that `if` in the block (gups: `size_t
+    thread; if (!shm) { thread = A; ... } else { thread = B; ... }`): each arm's value, and the
+    initializer's when an arm is missing (ccminer: `uint32_t tpb = TPB35; if (arch >= 500)
+    tpb = TPB50;`); None otherwise (no final `else` and no initializer: garbage may be read)."""
+    if not local.writes or local.fields or at is None:
         return None
-    block = decl.parent
+    block, stmt = _block_of(decl)
     stmts = [w.parent for w in local.writes]
-    if block is None or block.type != "compound_statement" or any(
-            w.type != "assignment_expression" or w.child_by_field_name("operator") is None or
-            w.child_by_field_name("operator").text != b"=" or
-            s is None or s.type != "expression_statement" for w, s in zip(local.writes, stmts)):
+    if block is None or not all(_plain_write(w) for w in local.writes):
         return None
     top = stmts[0]
     while top is not None and top.parent != block:
         top = top.parent
-    if top is None or top.type != "if_statement" or \
+    if top is None or top.type != "if_statement" or top.start_byte < stmt.end_byte or \
             not top.end_byte <= at.start_byte < block.end_byte:
         return None
-    arms, node = [], top
+    arms, node, whole = [], top, True
     while node is not None and node.type == "if_statement":
         arms.append(node.child_by_field_name("consequence"))
         other = node.child_by_field_name("alternative")
         node = other.named_children[-1] if other is not None and other.named_children else None
-        if node is not None and node.type != "if_statement":
+        if node is None:
+            whole = False                   # no final `else`: the value before the `if` stays
+        elif node.type != "if_statement":
             arms.append(node)
             break
-    else:
-        return None                    # no final `else`: the declaration's garbage may be read
     values = []
     for arm in arms:
         mine = [s for s in stmts if s == arm or (arm is not None and s.parent == arm)]
-        if len(mine) != 1:
+        if len(mine) > 1 or (not mine and whole):
             return None
-        values.append(local.writes[stmts.index(mine[0])].child_by_field_name("right"))
-    return values if len(values) == len(stmts) else None
+        if mine:
+            values.append(local.writes[stmts.index(mine[0])].child_by_field_name("right"))
+    if len(values) != len(stmts):
+        return None
+    if len(values) < len(arms) or not whole:
+        init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+        if init is None:
+            return None
+        values.append(init)
+    return values
 
 
 def _div(a: int, b: int) -> int | None:
@@ -526,7 +551,9 @@ class Env:
                 return got.pop() if len(got) == 1 else None
         else:
             value = decl.child_by_field_name("value")
-        memo = ("lv", id(local)) if not bind else None   # a Local lives as long as its Context
+        # a Local lives as long as its Context; a written one's value depends on the use
+        memo = ("lv", id(local), at.start_byte if local.written and at is not None else None) \
+            if not bind else None
         if memo in self._memo:
             return self._memo[memo]
         self._active.add(key)

@@ -9,6 +9,7 @@ sorted distinct values, or None when any path is unknown or there are more than 
 
 from __future__ import annotations
 
+from occlint.source import types
 from occlint.source.consteval import assigned_in_branches, exprs
 from occlint.source.context import (
     Context,
@@ -69,7 +70,7 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
                     return None
                 out.add(r)
         return out
-    if t == "identifier" and scope is not None:
+    if t in ("identifier", "type_identifier") and scope is not None:   # (`dim3 b(n)`'s `n`)
         local = ctx.local(scope, node.text)
         if local is not None and local.written and len(local.decls) == 1:
             arms = assigned_in_branches(local.decls[0][1], local, node)   # `if ... b = 256;
@@ -84,6 +85,9 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
             return out
         if local is None or not local.decls or local.written:
             return None
+        if len(local.decls) == 1 and types.normalize(
+                local.decls[0][0].decode("utf-8", "replace")) == "dim3":
+            return _dim3_values(ctx, local.decls[0][1], scope, depth, bind, trace)
         if len(local.decls) == 1 and local.decls[0][1].type in (
                 "parameter_declaration", "optional_parameter_declaration"):
             return _parameter(ctx, local.decls[0][1], scope, depth, trace)
@@ -101,6 +105,38 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
             out |= got
         return out
     return None
+
+
+def _dim3_values(ctx: Context, decl, scope, depth, bind, trace) -> set[int] | None:
+    """The thread counts (x * y * z) a never-written dim3 local may hold: `dim3 block(tpb)`,
+    `dim3 b = dim3(tpb, 2)`, `dim3 b{tpb}`, each component one of a few values (ccminer's
+    `uint32_t tpb = TPB35; if (arch >= 500) tpb = TPB50; dim3 block(tpb);`)."""
+    if decl.type == "function_declarator":             # `dim3 b(x, y)` parses as a declarator
+        params = exprs(decl.child_by_field_name("parameters"))
+        if any(p.type != "parameter_declaration" or p.child_by_field_name("declarator")
+               is not None for p in params):
+            return None
+        parts = [p.child_by_field_name("type") for p in params]
+    elif decl.type == "init_declarator":
+        value = decl.child_by_field_name("value")
+        if value is not None and value.type == "call_expression" and \
+                b"".join(value.child_by_field_name("function").text.split()) in (b"dim3", b"::dim3"):
+            value = value.child_by_field_name("arguments")
+        if value is None or value.type not in ("argument_list", "initializer_list"):
+            return None
+        parts = exprs(value)
+    else:
+        return None
+    if not 1 <= len(parts) <= 3:
+        return None
+    out, several = {1}, 0
+    for part in parts:
+        got = _values(ctx, part, scope, depth, bind, trace) if part is not None else None
+        several += got is not None and len(got) > 1
+        if got is None or several > 1:      # `dim3 b(s, s)`: the two vary together, and not
+            return None                     # every product of their values is a block
+        out = {a * b for a in out for b in got}
+    return out
 
 
 def _binary(op: bytes, a: int, b: int) -> int | None:
