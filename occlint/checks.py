@@ -632,9 +632,11 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
             worst = min(facts.archs, key=lambda a: gpus.arch(a).max_threads_per_sm)
             limits = gpus.arch(worst)
             cap = Pct(limits.max_threads_per_sm // 1024 * 1024 / limits.max_threads_per_sm)
-            if cap >= 1 and _fits_1024(kf, facts.archs):
+            if cap >= 1 and (_fits_1024(kf, facts.archs) or
+                             all(facts.compile_failed(a) for a in facts.archs)):
                 continue    # its registers are known and launchable at 1024 (the shared memory
-                            # alone is unknown): the hypothetical register limit says nothing
+                            # alone is unknown), or nvcc failed on the file: the hypothetical
+                            # register limit says nothing
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "arch": worst, "cap": cap,
                       "max_regs": limits.regs_per_block // 1024}
             yield Hit("OCC030", launch_arg(launch, 1), values,
@@ -889,5 +891,5 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         every = len(failed) > 1 and set(facts.archs) <= set(failed)
         values = {"message": err.message.strip(), "compiler": err.compiler,
                   "arch": f"every target arch ({len(failed)})" if every else ", ".join(failed)}
-        yield Hit("OCC900", span, values, "with_arch" if err.arch else "message", err.arch,
-                  err.kernel, None, ())
+        yield Hit("OCC900", span, values, "with_arch" if failed else "message",
+                  failed[0] if len(failed) == 1 else None, err.kernel, None, ())

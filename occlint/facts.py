@@ -122,6 +122,11 @@ class Facts:
     sm_count: int = 132
     global_cap: int | None = None       # -maxrregcount from the configured nvcc flags
 
+    def compile_failed(self, arch: str) -> bool:
+        """nvcc ran on the file for `arch` and failed: no finding rests on the registers it
+        would have measured (OCC900 says why), as `kernels` gives such a launch no figure."""
+        return any(e.arch in (arch, None) for e in self.compile_errors)
+
 
 # --- helpers --------------------------------------------------------------------------------------
 
@@ -312,6 +317,8 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
         for arch in archs:
             kf.sites.extend(_sites(facts, kf, arch))
         for site in kf.sites:
+            if site.usage is None and facts.compile_failed(site.arch):
+                continue        # (ccminer's lyra2: "limited by shared memory" at 168 registers)
             site.owner = owner(site, config.min_occupancy, facts.sm_count)
         facts.sites.extend(kf.sites)
     return facts

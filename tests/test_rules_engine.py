@@ -148,3 +148,26 @@ def test_a_compile_error_names_every_arch_it_failed_for():
         "nvcc failed for sm_90: only here"]
     assert messages(("sm_80", "sm_90", "sm_100")) == [
         "nvcc failed for sm_80, sm_90: `range.hpp` not found", "nvcc failed for sm_90: only here"]
+    # the finding's arch: the one it failed for, none when several (as its message says)
+    got = [f.arch for f in lint_source(text, "u.cu", [], Config(arch=("sm_80", "sm_90")),
+                                       compile_errors=errors) if f.code == "OCC900"]
+    assert got == [None, "sm_90"]
+
+
+def test_no_finding_rests_on_registers_nvcc_failed_to_measure():
+    # ccminer's lyra2 (a missing header): OCC002 "limited by shared memory" at 26.6% where the
+    # kernel's 168 registers limit it to 18.75%; llama_cu_awq: OCC030's "above 64 registers it
+    # cannot launch" for kernels of 22-25 registers. Without nvcc at all, the caveated wording
+    # stays (the source rules run)
+    from occlint.model import CompileError
+
+    text = ("__global__ void __launch_bounds__(32, 1) k(unsigned* io) {\n"
+            "  extern __shared__ unsigned sm[]; io[threadIdx.x] = sm[threadIdx.x];\n}\n"
+            "void run(unsigned* io) { k<<<100000, 32, 12288>>>(io); }\n"
+            "__global__ void big(float* x) { x[threadIdx.x] = 0; }\n"
+            "void run2(float* x) { big<<<1000, 1024>>>(x); }\n")
+    config = Config(arch=("sm_80", "sm_90"))
+    errors = [CompileError("u.cu", 1, 10, "`h.h` not found", a) for a in config.arch]
+    assert {f.code for f in lint_source(text, "u.cu", [], config)} >= {"OCC002", "OCC030"}
+    assert [f.code for f in lint_source(text, "u.cu", [], config, compile_errors=errors)] == \
+        ["OCC900"]
