@@ -968,3 +968,31 @@ def test_a_reassigned_local_is_read_at_each_use_and_dim3_locals_carry_few_values
     assert got == [("seq", 1024, ()), ("seq", 768, ()), ("seq", 768, ()), ("init", 96, ()),
                    ("maybe", None, (1152, 2048)), ("maybe", None, (576, 1024)),
                    ("square", None, ()), ("looped", None, ()), ("nested", None, ())]
+
+
+def test_conditionals_that_split_a_kernels_head_or_its_braces_keep_one_branch():
+    # ccminer: `__global__` `#if __CUDA_ARCH__ >= 500` `__launch_bounds__(512, 3)` `#endif`
+    # `void k(...)` (6 kernels), `#if __CUDA_ARCH__ <= 500` `__global__ __launch_bounds__(384,
+    # 2)` `#else` `... (1024, 1)` `#endif`, and a body opening `for (...) {` in `#if` and `if (...)
+    # {` in `#else` before one shared `}` (keccak256_gpu_hash_80): none of these kernels was
+    # found. The branch kept is the first live in nvcc's sm_90 pass; an undecided one is kept
+    # (ggml's lightning-indexer: `#if !defined(GGML_USE_HIP)` `if (...) { ... } else {`
+    # `#else` `{` `#endif`: its launches had no function and no block)
+    text = ("__global__\n#if __CUDA_ARCH__ >= 500\n__launch_bounds__(512, 3) /* 40 regs */\n"
+            "#endif\nvoid a(float *x) { x[0] = 1; }\n"
+            "#if __CUDA_ARCH__ <= 500\n__global__ __launch_bounds__(384, 2)\n#else\n"
+            "__global__ __launch_bounds__(1024, 1)\n#endif\nvoid b(float *x) { x[0] = 2; }\n"
+            "__global__ void c(unsigned n, float *x) {\n  unsigned t = threadIdx.x;\n"
+            "#if __CUDA_ARCH__ > 500\n  for (unsigned i = t; i < n; i += gridDim.x * blockDim.x) {\n"
+            "#else\n  if (t < n) {\n#endif\n    x[t] = 3;\n  }\n}\n"
+            "void host(float *x, bool nv) {\n  dim3 block(32, 8);\n"
+            "#if !defined(USE_HIP)\n  if (nv) {\n    a<<<1, block>>>(x);\n  } else {\n"
+            "#else\n  {\n#endif\n    b<<<1, 256>>>(x);\n  }\n}\n"
+            "#if A\n__global__ void d(float *x) {}\n#else\n__global__ void d2(float *x) {}\n#endif\n")
+    sf = parse(text)
+    got = {k.name: (k.launch_bounds.max_threads, k.launch_bounds.min_blocks)
+           if k.launch_bounds else None for k in sf.kernels}
+    assert got == {"a": (512, 3), "b": (1024, 1), "c": None, "d": None, "d2": None}
+    assert next(k for k in sf.kernels if k.name == "c").grid_stride     # the sm_90 branch
+    assert [(la.callee, la.function, la.block.total) for la in sf.launches] == \
+        [("a", "host", 256), ("b", "host", 256)]

@@ -37,6 +37,79 @@ _ANY_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)")
 _LONE_NAME = re.compile(rb"[ \t]*(([A-Za-z_]\w*)[ \t]*(\([^\n]*\))?)[ \t]*;?[ \t]*\r?")
 
 
+_COMMENTS = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def _one_branch(data: bytes) -> list[tuple[int, int]]:
+    """Byte spans to blank so that the parser, which sees every branch of a conditional, reads
+    one branch of the groups whose branches together are not C++: a kernel's declaration
+    split by directives (ccminer: `__global__` `#if __CUDA_ARCH__ >= 500` `__launch_bounds__(512,
+    3)` `#endif` `void k(...)`; `#if __CUDA_ARCH__ <= 500` `__global__ __launch_bounds__(384,
+    2)` `#else` `__global__ __launch_bounds__(1024, 1)` `#endif`), and branches that each open a
+    brace the code after the group closes (`#if A` `for (...) {` `#else` `if (...) {`
+    `#endif`). Such a group's directive lines are blanked, and the content of every branch but
+    the one kept: the first not dead in nvcc's pass for sm_90 as the file alone decides it (an
+    undecided condition keeps its branch: ggml's `#if !defined(GGML_USE_HIP)` CUDA path). The
+    preprocessor's own reading of the branches (occlint.source.preproc) is unchanged."""
+    from occlint.source.preproc import _directives
+
+    groups = []
+    stack: list[tuple[list, list, int]] = []        # (directive lines, branches, content start)
+    for start, end, word, _rest in _directives(data):
+        if word in (b"if", b"ifdef", b"ifndef"):
+            stack.append(([(start, end)], [], end))
+        elif word in (b"elif", b"elifdef", b"elifndef", b"else") and stack:
+            lines, branches, since = stack.pop()
+            stack.append((lines + [(start, end)], branches + [(since, start)], end))
+        elif word == b"endif" and stack:
+            lines, branches, since = stack.pop()
+            branches.append((since, start))
+            if _in_a_head(data, lines[0][0], branches) or _opens_in_each(data, branches):
+                groups.append(([*lines, (start, end)], branches))
+    if not groups:
+        return []
+    live = None
+    out: list[tuple[int, int]] = []
+    for lines, branches in groups:
+        out += lines
+        if len(branches) > 1:
+            if live is None:
+                from occlint.source.preproc import View, scan
+                live = scan(data, "", View(arch="sm_90"), reader=lambda _path: None)
+            keep = next((b for b in branches if b[1] <= b[0] + 1 or
+                         not live.is_dead(b[0] + 1, b[1])), branches[-1])
+            out += [b for b in branches if b is not keep]
+    return [(a, b) for a, b in out if b > a]
+
+
+def _code(data: bytes, lo: int, hi: int) -> bytes:
+    return _COMMENTS.sub(b" ", data[lo:hi])
+
+
+def _in_a_head(data: bytes, group: int, branches) -> bool:
+    """The group sits in a kernel's declaration: no branch holds a brace or a `;`, and one
+    names `__global__` or `__launch_bounds__`, or the code before the group ends in
+    `__global__`."""
+    if any(data.find(c, lo, hi) >= 0 for lo, hi in branches for c in (b"{", b"}", b";")):
+        return False            # (a comment with one too: read as not a head, as before)
+    codes = [_code(data, lo, hi) for lo, hi in branches]
+    if any(b"__global__" in code or b"__launch_bounds__" in code for code in codes):
+        return True
+    return _code(data, max(0, group - 256), group).rstrip().endswith(b"__global__")
+
+
+def _opens_in_each(data: bytes, branches) -> bool:
+    """Two or more branches, each opening (or closing) the same number of braces, not zero."""
+    if len(branches) < 2:
+        return False
+    raw = {data.count(b"{", lo, hi) - data.count(b"}", lo, hi) for lo, hi in branches}
+    if len(raw) != 1 or 0 in raw:
+        return False            # (the common case, decided without removing comments)
+    nets = {code.count(b"{") - code.count(b"}") for code in
+            (_code(data, lo, hi) for lo, hi in branches)}
+    return len(nets) == 1 and 0 not in nets
+
+
 def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
     """(start, end) of the lines that are only a use of a macro this file defines empty
     (every `#define` of it is): `NAME` of an object-like one, `NAME(...)` of a function-like
@@ -160,6 +233,8 @@ class Text:
         quiet = _empty_macro_lines(self.data) + _macro_before_launch(self.data) \
             if b"<<<" in self.data else []
         spaced = _spaced_chevrons(self.data) if b"<< " in self.data else []
+        if b"__global__" in self.data and b"#" in self.data:
+            quiet += _one_branch(self.data)
         if b"__maxnreg__" in self.data or b"__cluster_dims__" in self.data \
                 or b"__align__" in self.data:
             spans += [(m.group(1).decode(), m.start(), m.end(), m.group(2))
