@@ -601,8 +601,10 @@ def _defined_nowhere(sf, r: dict) -> bool:
     if not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
         return False
     configs = [la.config_span for la in sf.launches if la.config_span is not None]
-    if any(not any(c.start <= m.start() < c.end for c in configs)
-           for m in re.finditer(r"\b" + name + r"\b", sf.text)):
+    inside = sum(sf.text.count(name, c.start, c.end) for c in configs)
+    if sf.text.count(name) > inside or any(
+            not any(c.start <= m.start() < c.end for c in configs)
+            for m in re.finditer(r"\b" + name + r"\b", sf.text)):
         return False            # declared, assigned or mentioned elsewhere in the file
     env = parsed_for(sf).ctx.env
     key = name.encode()
