@@ -82,7 +82,10 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
                 if got is None:
                     return None
                 out |= got
-            return out
+            # one value only: the arms' conditions are mostly the device's own (ccminer's
+            # lyra2: `tpb = 32`, `else if (arch >= 200) tpb = 160`), and the launch sits under
+            # one of them (`if (arch >= 520) k<<<g, tpb>>>`): 160 there was a false OCC032
+            return out if len(out) == 1 else None
         if local is None or not local.decls or local.written:
             return None
         if len(local.decls) == 1 and types.normalize(
