@@ -189,15 +189,21 @@ def test_the_listing_encoder_writes_what_json_writes():
         assert _indented(v, " ") == json.dumps(v, indent=1).replace("\n", "\n "), v
 
 
+def _launches(root, source: str) -> list[dict]:
+    """The launch records of `occlint kernels --no-compile --json d.cu`, d.cu holding `source`."""
+    (root / "d.cu").write_text(source)
+    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=root)
+    return [x for x in json.loads(r.stdout) if x["kind"] == "launch"]
+
+
 def test_a_launch_through_a_function_pointer_says_so(tmp_path):
     # GPU MODE's lecture_008 (and ggml's ggml_cuda_kernel_launch): `kernel<<<...>>>` on a
     # parameter said "nvcc reported no figures for `kernel` (defined in a file not listed...)"
-    (tmp_path / "d.cu").write_text(
+    source = (
         "__global__ void a(int* d) { d[threadIdx.x] *= 2; }\n"
         "void bench(void (*kernel)(int*), int* d) { kernel<<<4, 256>>>(d); }\n"
         "void run(int* d) { bench(a, d); a<<<4, 256>>>(d); }\n")
-    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=tmp_path)
-    why = [x["no_occupancy"] for x in json.loads(r.stdout) if x["kind"] == "launch"]
+    why = [x["no_occupancy"] for x in _launches(tmp_path, source)]
     assert why[0] == ("`kernel` is a variable of `bench` (a function pointer), which occlint does "
                       "not follow to a kernel")
     assert why[1].startswith("not compiled")
@@ -206,12 +212,11 @@ def test_a_launch_through_a_function_pointer_says_so(tmp_path):
 def test_a_launch_through_an_array_of_function_pointers_is_listed_and_says_so(tmp_path):
     # NVIDIA-developer-blog's finite-difference.cu: `fpDeriv[fp]<<<grid[fp], block[fp]>>>` was
     # missing from the listing, with no reason given
-    (tmp_path / "d.cu").write_text(
+    source = (
         "__global__ void a(float* d) {}\n__global__ void b(float* d) {}\n"
         "void run(float* d) {\n  void (*fp[2])(float*);\n  fp[0] = a; fp[1] = b;\n"
         "  for (int i = 0; i < 2; i++)\n    fp[ i ]<<<4, 100>>>(d);\n}\n")
-    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=tmp_path)
-    launch = next(x for x in json.loads(r.stdout) if x["kind"] == "launch")
+    launch = _launches(tmp_path, source)[0]
     assert (launch["name"], launch["line"], launch["block"]) == ("fp[ i ]", 7, 100)
     assert launch["no_occupancy"] == ("`fp[ i ]` is an element of `fp`, an array of function "
                                       "pointers, which occlint does not follow to a kernel")
@@ -249,12 +254,11 @@ def test_kernels_lists_a_file_that_launches_only_through_a_headers_macro(tmp_pat
 def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
     # DeepSpeed: a block macro from a header occlint did not find was only "not a compile-time
     # constant"; a local or a parameter says what it is
-    (tmp_path / "d.cu").write_text(
+    source = (
         '#include "missing_config.h"\n__global__ void k(float* x) {}\n'
         "void run(float* x, int n) {\n  int b = n;\n  k<<<10, BLOCK_SIZE>>>(x);\n"
         "  k<<<10, b>>>(x);\n}\n")
-    r = run_main("kernels", "--no-compile", "--json", "d.cu", cwd=tmp_path)
-    why = [x["no_occupancy"] for x in json.loads(r.stdout) if x["kind"] == "launch"]
+    why = [x["no_occupancy"] for x in _launches(tmp_path, source)]
     assert why == ["the block size `BLOCK_SIZE` is defined nowhere occlint looked (this file, the "
                    "project headers it includes, the compile flags): if a header defines it, add "
                    "that header's folder to `include-dirs`",

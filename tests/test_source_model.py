@@ -923,6 +923,12 @@ def test_a_specialized_class_template_is_not_read_for_its_constants():
     assert [la.block.total for la in parse(text).launches] == [64, None]
 
 
+def _blocks_and_choices(text: str) -> list:
+    """(launching function, block size, the distinct block sizes of its choices) per launch."""
+    return [(la.function, la.block.total, tuple(sorted({c[0] for c in la.choices})))
+            for la in parse(text).launches]
+
+
 def test_a_local_assigned_in_every_arm_of_an_if_else_takes_those_values():
     # NVIDIA-developer-blog's gups.cu: `size_t thread; if (!shm) { thread = GMEM; ... } else {
     # thread = SHMEM; ... }` then 13 launches at `thread` (both 1024): "not a constant"
@@ -941,8 +947,7 @@ def test_a_local_assigned_in_every_arm_of_an_if_else_takes_those_values():
             "void looped(float *x, bool c) { int t; if (c) { for (;;) t = 256; } else t = 128;"
             " k<<<1, t>>>(x); }\n"
             "void before(float *x, bool c) { int t; k<<<1, t>>>(x); if (c) t = 1; else t = 2; }\n")
-    got = [(la.function, la.block.total, tuple(sorted({c[0] for c in la.choices})))
-           for la in parse(text).launches]
+    got = _blocks_and_choices(text)
     # two values: unknown, not a choice of two (ccminer's lyra2 below)
     assert got == [("same", 1024, ()), ("two", None, ()), ("chain", None, ()),
                    ("no_else", None, ()), ("twice", None, ()), ("after", None, ()),
@@ -970,14 +975,16 @@ def test_a_reassigned_local_is_read_at_each_use_and_dim3_locals_carry_few_values
             "  dim3 block(tpb, 2);\n  k<<<1, block>>>(x);\n  const dim3 b = dim3(tpb);\n"
             "  k<<<1, b>>>(x);\n}\n"
             "void square(float *x, bool c) { int s = c ? 4 : 32; dim3 b(s, s); k<<<1, b>>>(x); }\n"
+            "void walk(float *x, int i) { const int sizes[] = {64, 128}; int t = sizes[i];"
+            " dim3 b(t, 2); k<<<1, b>>>(x); }\n"
             "void looped(float *x, int n) { int t = 32; for (int i = 0; i < n; i++) t = 64;"
             " k<<<1, t>>>(x); }\n"
             "void nested(float *x, bool c) { int t = 32; if (c) { t = 64; } k<<<1, t>>>(x); t = 128; }\n")
-    got = [(la.function, la.block.total, tuple(sorted({c[0] for c in la.choices})))
-           for la in parse(text).launches]
+    got = _blocks_and_choices(text)
     assert got == [("seq", 1024, ()), ("seq", 768, ()), ("seq", 768, ()), ("init", 96, ()),
                    ("maybe", None, ()), ("maybe", None, ()),
-                   ("square", None, ()), ("looped", None, ()), ("nested", None, ())]
+                   ("square", None, ()), ("walk", None, (128, 256)), ("looped", None, ()),
+                   ("nested", None, ())]
 
 
 def test_conditionals_that_split_a_kernels_head_or_its_braces_keep_one_branch():

@@ -73,9 +73,8 @@ def _alias(ctx, scope, head: bytes):
             decl = node.parent if node is not None else None
             if decl is None or ctx.dead(decl):
                 continue
-            if decl.type == "alias_declaration" and decl.child_by_field_name("name") == node:
-                found.append(decl.child_by_field_name("type"))
-            elif decl.type == "type_definition" and decl.child_by_field_name("declarator") == node:
+            named = {"alias_declaration": "name", "type_definition": "declarator"}.get(decl.type)
+            if named is not None and decl.child_by_field_name(named) == node:
                 found.append(decl.child_by_field_name("type"))
         if not local:                               # the file's: outside any function
             found = [t for t in found if t is not None and ctx.function_at(t.start_byte) is None]

@@ -500,7 +500,7 @@ class Env:
         key = ("c", scope, name, at.start_byte if at is not None else None)
         if key in self._active:
             return None
-        memo = ("cv",) + key[1:] if not bind else None
+        memo = ("cv", *key[1:]) if not bind else None
         if memo in self._memo:
             return self._memo[memo]
         self._active.add(key)
@@ -524,6 +524,11 @@ class Env:
                     break
         finally:
             self._active.discard(key)
+        return self._remember(memo, key, cut, narrowed, got)
+
+    def _remember(self, memo, key, cut: int, narrowed: int, got):
+        """Keep `got` under `memo` when its evaluation (`key`) was whole: nothing cut at the
+        depth limit, no value taken from a launch site, no other evaluation in progress."""
         if memo is not None and self._cut == cut and self._narrowed == narrowed and \
                 not self._active - {key}:
             self._memo[memo] = got
@@ -566,10 +571,7 @@ class Env:
                 got = self.value(value, scope, bind)
         finally:
             self._active.discard(key)
-        if memo is not None and self._cut == cut and self._narrowed == narrowed and \
-                not self._active - {key}:
-            self._memo[memo] = got
-        return got
+        return self._remember(memo, key, cut, narrowed, got)
 
     def _global(self, name, plain):
         found = set()

@@ -60,7 +60,7 @@ def _one_branch(data: bytes) -> list[tuple[int, int]]:
             stack.append(([(start, end)], [], end))
         elif word in (b"elif", b"elifdef", b"elifndef", b"else") and stack:
             lines, branches, since = stack.pop()
-            stack.append((lines + [(start, end)], branches + [(since, start)], end))
+            stack.append(([*lines, (start, end)], [*branches, (since, start)], end))
         elif word == b"endif" and stack:
             lines, branches, since = stack.pop()
             branches.append((since, start))

@@ -289,7 +289,7 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
             return None
         scope = ctx.scope_of(call.start_byte)
         bind = {}
-        for name, arg in zip(names, targs):
+        for name, arg in zip(names, targs, strict=False):    # (defaulted ones unbound)
             v = ctx.env.value(arg, scope)
             if v is not None and name:
                 bind[name] = v
