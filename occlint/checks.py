@@ -674,6 +674,8 @@ def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
             if total is None or total % 32 == 0 or launch.runtime_block or total > 1024 or \
                     serial(launch) or size_not_chosen(launch):
                 continue
+            if total == 1 and not kf.kernel.thread_indexed:
+                continue    # one serial walker per block, by design: 32 would each redo its work
             up = (total + 31) // 32 * 32
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "block": total,
                       "rounded": up, "warps": up // 32, "idle": up - total}

@@ -56,6 +56,9 @@ class Kernel:
     # the body spreads work over the grid (a grid-stride or block-stride loop, a share of the work
     # computed from gridDim, a cooperative grid group): its grid size is a tuning knob
     grid_stride: bool = False
+    # a thread can tell itself from its block's others (it reads threadIdx or blockDim, or calls
+    # a function occlint does not read): else every thread of a block does the same work
+    thread_indexed: bool = True
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,17 @@ def test_single_block_launches_are_deliberate():
     assert _codes(_kernel("", "k<<<dim3(2, 2), dim3(2, 4)>>>(x)"), 16) == []
     assert _codes(_kernel("", "k<<<dim3(2, 3), dim3(2, 4)>>>(x)"), 16) == ["OCC031"]     # 48 threads
 
+    # cuda_memtest: one serial walker per block (`<<<grid, 1>>>`, the kernel never reads
+    # threadIdx or blockDim): 32 threads would each redo the block's work (the unsafe fix made
+    # siblings report false memory errors). A body reading either, or calling a function occlint
+    # does not read, stays reported.
+    walker = ("__global__ void k(unsigned* p, unsigned* err) {\n  unsigned* q = p + blockIdx.x * 256;\n"
+              "  for (int i = 0; i < 256; i++) { if (q[i] != 1) atomicAdd(err, 1u); q[i] = 2; }\n}\n"
+              "void run(unsigned* p, unsigned* e) { k<<<128, 1>>>(p, e); }\n")
+    assert _codes(walker, 16) == []
+    for reads in ("q[i] = threadIdx.x;", "q[i] = blockDim.x;", "helper(q);"):
+        assert _codes(walker.replace("q[i] = 2;", reads), 16) == ["OCC031"], reads
+
 
 # --- 5: a cliff is near ---------------------------------------------------------------------------
 

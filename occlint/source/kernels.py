@@ -168,6 +168,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
             extern_c=_extern_c(node, ctx.tree.root_node), is_definition=body is not None,
             grid_stride=body is not None and grid_stride(tx.node_text(body)),
+            thread_indexed=body is None or thread_indexed(tx.node_text(body)),
         )
         # an explicit specialization (`template <> __global__ void k<64>(...)`) is its own record
         spec = name_node.parent.text if name_node.parent is not None and \
@@ -190,6 +191,27 @@ _PAIR = re.compile(r"(<<<\s*)?(?:blockDim\.[xyz]\s*,\s*gridDim|gridDim\.[xyz]\s*
 
 
 _SYSTEM = re.compile(r"\b__threadfence_system\s*\(|\batomic\w*_system\s*\(|\bthread_scope_system\b")
+
+
+_THREAD_WORDS = re.compile(r"\b(?:threadIdx|blockDim|thread_rank|thread_index|meta_group_rank|"
+                           r"lane_?id|__lane_id|tiled_partition|this_thread_block)\b|%laneid|%tid")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>\s*)?\(")
+_NOT_A_CALLEE = re.compile(r"(?:if|for|while|switch|return|sizeof|alignof|decltype|"
+                           r"static_cast|reinterpret_cast|const_cast|printf|assert|"
+                           r"atomic\w*|__syncthreads\w*|__threadfence\w*|__ldg|__nanosleep|"
+                           r"min|max|abs|fabsf?|sqrtf?|expf?|logf?|(?:u?int|float|double)\d*_?t?)")
+
+
+def thread_indexed(body: str) -> bool:
+    """Can a thread of the kernel tell itself from the others of its block (Kernel
+    .thread_indexed)? It reads `threadIdx` or `blockDim` (or a lane or group rank), or calls a
+    function occlint does not read (which might). cuda_memtest's kernels read neither: each
+    block is one serial walker, launched `<<<grid, 1>>>` on purpose, and every thread of a larger
+    block would walk the same words."""
+    body = _COMMENTS.sub(" ", body)
+    if _THREAD_WORDS.search(body):
+        return True
+    return any(not _NOT_A_CALLEE.fullmatch(m.group(1)) for m in _CALL.finditer(body))
 
 
 def grid_stride(body: str) -> bool:
