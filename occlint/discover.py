@@ -24,6 +24,7 @@ UNIT_SUFFIXES = (".cu",)                                 # compiled by nvcc on t
 CUDA_HEADERS = (".cuh", ".cuhpp", ".cu.inc")
 CUDA_SUFFIXES = UNIT_SUFFIXES + CUDA_HEADERS             # what `check` lints
 HEADER_SUFFIXES = CUDA_HEADERS + (".h", ".hpp", ".hh", ".inl")   # analysed through the units that include them
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")     # CUDA units where a database says so
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
              ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              "CMakeFiles", "_deps"}      # CMake's generated files and fetched dependencies
@@ -33,8 +34,15 @@ def is_cuda(path: str) -> bool:
     return path.endswith(CUDA_SUFFIXES)
 
 
-def is_unit(path: str) -> bool:
-    return path.endswith(UNIT_SUFFIXES)
+def is_unit(path: str, config=None) -> bool:
+    """A unit nvcc compiles on its own: a .cu file, or (with `config`, to find the compilation
+    database) a C++ source the database compiles as CUDA (toolchain.database.compiled_as_cuda)."""
+    if path.endswith(UNIT_SUFFIXES):
+        return True
+    if config is None or not path.endswith(CPP_SUFFIXES):
+        return False
+    from occlint.toolchain.database import compiled_as_cuda
+    return compiled_as_cuda(path, config)
 
 
 def is_header(path: str) -> bool:
@@ -127,11 +135,13 @@ def excluded(path: str, config) -> bool:
     return False
 
 
-def _wanted(path: str) -> str | None:
+def _wanted(path: str, config=None) -> str | None:
     if is_cuda(path):
         return "cuda"
     if is_build_file(path):
         return "build"
+    if config is not None and path.endswith(CPP_SUFFIXES) and is_unit(path, config):
+        return "cuda"
     return None
 
 
@@ -172,8 +182,9 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                              and not excluded(os.path.join(folder, d), config))
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                kind = _wanted(path) or ("python" if python is not None and is_python(path)
-                                         and names_a_framework(path) else None)
+                kind = _wanted(path, config) or ("python" if python is not None and
+                                                 is_python(path) and names_a_framework(path)
+                                                 else None)
                 if kind and not ignore.ignored(path, False) and not excluded(path, config):
                     add(os.path.normpath(path), kind)
     return cuda, builds

@@ -182,7 +182,8 @@ class OcclintServer(LanguageServer):
         from occlint.toolchain import collect_usage
 
         config = self.config_for(path)
-        units = [path] if is_unit(path) else [sf.path for sf in self.project_for(path, config) if is_unit(sf.path)]
+        units = [path] if is_unit(path, config) else \
+            [sf.path for sf in self.project_for(path, config) if is_unit(sf.path, config)]
         if not units:
             return
         report = collect_usage(units, config)

@@ -57,6 +57,37 @@ def test_database_is_found_walking_up_from_each_file(tmp_path):
     assert database.find_for(str(unit), pinned) == str(root_db)
 
 
+def test_a_cpp_the_database_compiles_as_cuda_is_a_unit(tmp_path):
+    # CMake's `set_source_files_properties(tests.cpp PROPERTIES LANGUAGE CUDA)` (cuda_memtest)
+    # and miniBUDE's `-x cu`: `nvcc ... -x cu -c tests.cpp`. Without a database, or with a host
+    # compiler's entry, or only a borrowed one, a .cpp is not a CUDA unit
+    from occlint.discover import discover, is_unit
+    from occlint.toolchain.discover import compiler_from_compile_commands
+    from occlint.toolchain.flags import archs_for
+
+    for name in ("tests.cpp", "host.cpp", "near.cc", "k.cu"):
+        (tmp_path / name).write_text("__global__ void k() {}\n")
+    config = Config(root=str(tmp_path))
+    assert not is_unit(str(tmp_path / "tests.cpp"), config)
+    _db(tmp_path, (tmp_path / "tests.cpp", "-x cu --generate-code=arch=compute_80,code=sm_80"),
+        (tmp_path / "k.cu", "-arch=sm_90"))
+    data = json.loads((tmp_path / "compile_commands.json").read_text())
+    data.append({"directory": str(tmp_path), "file": str(tmp_path / "host.cpp"),
+                 "command": f"g++ -c {tmp_path / 'host.cpp'}"})
+    (tmp_path / "compile_commands.json").write_text(json.dumps(data))
+    database.forget_folders()
+    assert [is_unit(str(tmp_path / n), config) for n in ("tests.cpp", "host.cpp", "near.cc")] == \
+        [True, False, False]
+    assert not is_unit(str(tmp_path / "tests.cpp"))        # (no config: no database to ask)
+    found = sorted(os.path.basename(f) for f in discover([str(tmp_path)], config)[0])
+    assert found == ["k.cu", "tests.cpp"]
+    assert archs_for(config, data) == ("sm_80", "sm_90")
+    assert os.path.basename(compiler_from_compile_commands(data[:1])) == "nvcc"
+    assert unit_command(str(tmp_path / "tests.cpp"), config).archs == ("sm_80",)
+    assert database.cuda_language(["clang++", "-x", "cuda", "a.cpp"])
+    assert not database.cuda_language(["nvcc", "-x", "c++", "a.cpp"])
+
+
 def test_a_file_without_an_entry_borrows_the_closest_command(tmp_path):
     src = tmp_path / "src"
     (src / "ops").mkdir(parents=True)
@@ -446,3 +477,23 @@ def test_the_configs_include_dirs_and_macros_add_to_a_build_entry(tmp_path):
     build, added = flags.index("-DFROM_BUILD"), flags.index("-I" + str(tmp_path / "inc"))
     assert build < added and "-DEXTRA=1" in flags
     assert "-I" + str(tmp_path / "inc") not in unit_command(str(unit), Config(root=str(tmp_path))).flags
+
+
+def test_a_cpp_compiled_as_cuda_is_found_compiled_and_linted(tmp_path, nvcc_path):
+    # cuda_memtest (CMake's LANGUAGE CUDA) and miniBUDE: every kernel lives in a .cpp that the
+    # database compiles with `-x cu`; `occlint check` found no file, and a .cpp named on the
+    # command line was parsed but never compiled ("nvcc reported no figures")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests.cpp").write_text(KERN.replace("#pragma once\n", "") +
+                                        "void run(float* x) { scale<<<4096, 1024>>>(x, 2.0f, 9); }\n")
+    (tmp_path / "compile_commands.json").write_text(json.dumps([
+        {"directory": str(tmp_path), "file": str(tmp_path / "tests.cpp"),
+         "command": f"{nvcc_path} -forward-unknown-to-host-compiler "
+                    f"--generate-code=arch=compute_80,code=[compute_80,sm_80] -x cu "
+                    f"-c {tmp_path / 'tests.cpp'} -o tests.o"}]))
+    r = run_main("check", "--output-format", "json", "--no-cache", cwd=tmp_path)
+    got = {(f["code"], f["filename"].rsplit("/", 1)[-1]) for f in json.loads(r.stdout)}
+    assert ("OCC032", "tests.cpp") in got, r.stdout + r.stderr     # 1024 threads, bounds 256
+    r = run_main("kernels", "--json", "tests.cpp", cwd=tmp_path)
+    (kernel,) = [x for x in json.loads(r.stdout) if x["kind"] == "kernel"]
+    assert set(kernel["usage"]) == {"sm_80"}, r.stderr

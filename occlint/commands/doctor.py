@@ -154,7 +154,7 @@ def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
         f"gpu {config.gpu}" if config.gpu != type(config).gpu else
         "the entry's -arch/-gencode flags" if entry is not None and cmd.archs else "default")
     rows.append(("archs", f"{' '.join(cmd.archs)} ({why})"))
-    if not is_unit(path):
+    if not is_unit(path, config):
         rows.append(("compile", "a header: measured through the units that include it"))
         return rows
     if nvcc is None:

@@ -408,8 +408,8 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             extra_entries = project_entries(config.root)
     extensions = database.Database("setup.py", list(extra_entries)) if extra_entries else None
     files = expand_paths(paths)
-    units = [f for f in files if is_unit(f) and is_regular(f)]   # never a FIFO or device
-    lone_headers = [f for f in files if not is_unit(f) and is_regular(f)]
+    units = [f for f in files if is_unit(f, config) and is_regular(f)]   # never a FIFO or device
+    lone_headers = [f for f in files if not is_unit(f, config) and is_regular(f)]
     report = UsageReport()
     if not units and not lone_headers:
         return report

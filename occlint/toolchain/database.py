@@ -273,6 +273,26 @@ def entry_for(path: str, config: Config) -> Entry | None:
     return db.entry_for(path) if db is not None else None
 
 
+_CUDA_LANGUAGE = frozenset(("-xcu", "-xcuda", "-x=cu", "--x=cu", "-x=cuda"))
+
+
+def compiled_as_cuda(path: str, config: Config) -> bool:
+    """Does the compilation database compile this file, by its own entry, as CUDA (`nvcc -x cu
+    -c main.cpp`: CMake's `LANGUAGE CUDA` on a .cpp, miniBUDE, cuda_memtest; clang's `-x
+    cuda`)? The one home of "a C++ source is a CUDA unit" (discover.is_unit asks it)."""
+    db = database_for(path, config)
+    entry = db.entries.get(os.path.realpath(path)) if db is not None else None
+    return entry is not None and cuda_language(entry.arguments)
+
+
+def cuda_language(args) -> bool:
+    """A compile command's `-x cu` (nvcc) or `-x cuda` (clang): its source is CUDA whatever its
+    suffix."""
+    return any(a in _CUDA_LANGUAGE or (a in ("-x", "--x") and i + 1 < len(args) and
+                                       args[i + 1] in ("cu", "cuda"))
+               for i, a in enumerate(args))
+
+
 def forget_folders() -> None:
     """Forget where databases were found (a build folder may appear between two runs of the
     language server); loaded databases stay memoized on their modification time."""

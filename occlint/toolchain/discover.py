@@ -159,10 +159,12 @@ def compiler_from_compile_commands(entries: list[dict]) -> str | None:
     """The CUDA compiler the build uses (after any launcher such as ccache or `occlint nvcc --`)."""
     from occlint.toolchain.flags import entry_arguments
 
+    from occlint.toolchain.database import cuda_language
+
     for entry in entries:
-        if not str(entry.get("file", "")).endswith(".cu"):
-            continue
         args = entry_arguments(entry)
+        if not str(entry.get("file", "")).endswith(".cu") and not cuda_language(args):
+            continue
         for i, arg in enumerate(args):
             if os.path.basename(arg).startswith("nvcc"):
                 from occlint.toolchain.vet import program_path

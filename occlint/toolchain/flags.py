@@ -254,9 +254,12 @@ def archs_for(config: Config, compile_commands: list[dict] | None = None,
     if recorded:
         return tuple(recorded)
     found: list[str] = []
+    from occlint.toolchain.database import cuda_language
+
     for entry in compile_commands or []:
-        if str(entry.get("file", "")).endswith(".cu"):
-            found.extend(archs_in_args(entry_arguments(entry)))
+        args = entry_arguments(entry)
+        if str(entry.get("file", "")).endswith(".cu") or cuda_language(args):
+            found.extend(archs_in_args(args))
     if found:
         return tuple(dict.fromkeys(found))
     return _gpu_arch(config.gpu)
