@@ -425,6 +425,16 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                 if binds:
                     values.update(cap=eff.text)
                     lb = eff.launch_bounds()
+                    if eff.cause == "bounds" and lb.max_threads and lb.max_threads > 32 and \
+                            not (lb.min_blocks and lb.min_blocks > 1):
+                        # the block size alone sets the cap (ccminer's `__launch_bounds__(1024,
+                        # 1)`): no looser cap exists for it, a smaller block gives more
+                        half = lb.max_threads // 2 // 32 * 32 or 32
+                        site = Site(kf, arch, half, 0, None, u, u.static_smem, lb, kf.kernel.span, "")
+                        regs = max_registers(site, 1) or 0
+                        if regs > u.registers:
+                            values.update(threads=lb.max_threads, half=half, half_regs=regs)
+                            variant = "block"
                     if eff.cause == "bounds" and lb.min_blocks and lb.min_blocks > 1:
                         site = Site(kf, arch, lb.max_threads, 0, None, u, u.static_smem, lb,
                                     kf.kernel.span, "")

@@ -662,6 +662,18 @@ def test_spills_well_under_a_register_cap_are_not_the_caps():
 
     assert codes(32) == ["OCC011"]
     assert codes(128) == ["OCC012"]
+    # the block size alone sets the cap (ccminer's keccak256 at `__launch_bounds__(1024, 1)`:
+    # 8 B of spills at 64 registers): no looser cap exists, a smaller block gives more
+    big = text.replace("(512)", "(1024, 1)")
+    u = Usage(kernel="norm", arch="sm_90", registers=64, spill_stores=8, spill_loads=4,
+              max_threads=1024, max_registers=64)
+    (f,) = [f for f in lint_source(big, "n.cu", [u], config) if f.code == "OCC012"]
+    assert f.message.endswith("at 64 registers/thread, the most a 1024-thread block leaves each "
+                              "thread; 512 threads/block would allow up to 128"), f.message
+    u = Usage(kernel="norm", arch="sm_90", registers=128, spill_stores=8, spill_loads=4,
+              max_threads=512, max_registers=128)
+    (f,) = [f for f in lint_source(text, "n.cu", [u], config) if f.code == "OCC012"]
+    assert "256 threads/block would allow up to 255" in f.message, f.message
 
 
 def test_a_small_grid_with_no_occupancy_does_not_make_up_blocks_per_sm():
