@@ -1013,3 +1013,18 @@ def test_conditionals_that_split_a_kernels_head_or_its_braces_keep_one_branch():
     assert next(k for k in sf.kernels if k.name == "c").grid_stride     # the sm_90 branch
     assert [(la.callee, la.function, la.block.total) for la in sf.launches] == \
         [("a", "host", 256), ("b", "host", 256)]
+
+
+def test_launches_in_macros_after_non_ascii_text_keep_their_positions():
+    # LeetCUDA's hgemm_wmma_stage.cu: Chinese comments before the launch macros dropped all 39
+    # launches (a macro's range in bytes was compared with spans in characters), and a macro
+    # whose kernel is a parameter sliced its callee from the wrong offset ("dim3 block(256); k")
+    text = ("template <int S> __global__ void k(float *x) {\n  // 索索索索索索索索索索索索索索索索\n"
+            "  x[threadIdx.x] = S;\n}\n"
+            "#define LAUNCH_K(stages) { dim3 block(256); k<(stages)><<<1024, block>>>(x); }\n"
+            "#define LAUNCH_F(f, n) f<<<n, 128>>>(x)\n"
+            "__global__ void g(float *x) {}\n"
+            "void run(float *x, int s) {\n  // é\n  switch (s) { case 2: LAUNCH_K(2); break; }\n"
+            "  LAUNCH_F(g, 64);\n}\n")
+    got = [(la.callee, la.template_args, la.block.total) for la in parse(text).launches]
+    assert got == [("k", ("(2)",), 256), ("g", (), 128)]

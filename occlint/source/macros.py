@@ -81,8 +81,8 @@ def _own_macros(ctx: Context, reader: LaunchReader) -> tuple[list, list]:
     defs.sort(key=lambda d: d[0])
     readings = [_read(ctx, defs, wrapped) for wrapped in (True, False)]
     launches, attributes = [], []
-    for start, node, value in defs:
-        def inside(x, lo=start, hi=value.end_byte):
+    for start, node, value in defs:     # (spans count characters, nodes bytes)
+        def inside(x, lo=ctx.tx.char_offset(start), hi=ctx.tx.char_offset(value.end_byte)):
             return lo <= x.span.start and x.span.end <= hi + 1
         best = max(readings, key=lambda r: sum(1 for la in r[0] if inside(la)))
         for la in best[0]:
@@ -109,8 +109,9 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     if not names or la.kind != "chevron":
         return None
     data = ctx.data
-    head_end = data.find(b"<<<", la.span.start)
-    head = re.sub(rb"\\\r?\n", b" ", data[la.span.start:head_end]) if head_end > 0 else b""
+    begin = ctx.tx.byte_offset(la.span.start)           # (a span counts characters)
+    head_end = data.find(b"<<<", begin)
+    head = re.sub(rb"\\\r?\n", b" ", data[begin:head_end]) if head_end > 0 else b""
     if not set(_NAME.findall(head)) & set(names):
         return None
     kernel_is_parameter = bool(set(_NAME.findall(head.split(b"<")[0])) & set(names))

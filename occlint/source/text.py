@@ -263,6 +263,14 @@ class Text:
         start = self.line_bytes[row]
         return self.line_chars[row] + len(self.data[start:b].decode("utf-8", "replace"))
 
+    def byte_offset(self, c: int) -> int:
+        """The byte offset of character offset `c` (a Span's start or end): char_offset's
+        inverse."""
+        if self.ascii:
+            return c
+        row = bisect_right(self.line_chars, c) - 1
+        return self.line_bytes[row] + len(self.text[self.line_chars[row]:c].encode("utf-8"))
+
     def position(self, b: int) -> tuple[int, int, int]:
         """(line, column, char offset) for a byte offset; all 1-based but the offset."""
         row = bisect_right(self.line_bytes, b) - 1
