@@ -194,6 +194,25 @@ def test_a_missing_header_failure_is_remembered(tmp_path, nvcc_path):
     assert again.errors == first.errors and again.usages == first.usages
 
 
+def test_a_missing_header_of_a_common_name_is_remembered(tmp_path, nvcc_path):
+    """LeetCUDA: `#include "utils.h"`, not found, was compiled again on every run because a
+    `utils.h` sat beside a header the compile read (g++'s pstl/utils.h): a quoted include is
+    found beside its includer, and nothing there includes that one."""
+    src = tmp_path / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "lib" / "helper.h").write_text("#pragma once\n#define HELPER 1\n")
+    (src / "lib" / "utils.h").write_text("#pragma once\n")
+    unit = src / "u.cu"
+    unit.write_text('#include "lib/helper.h"\n#include "utils.h"\n'
+                    "__global__ void k(float* p) { p[0] = HELPER; }\n")
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",))
+    first = collect_usage([str(unit)], config)
+    assert first.compiled == 1 and "utils.h" in first.errors[0].message
+    assert collect_usage([str(unit)], config).compiled == 0
+    (src / "utils.h").write_text("#pragma once\n")          # where the include looks
+    assert collect_usage([str(unit)], config).compiled == 1
+
+
 @pytest.mark.parametrize("change", ["header in -I", "header beside the unit",
                                     "switch in a read header", "environment"])
 def test_a_remembered_failure_ends_when_it_could_pass(tmp_path, nvcc_path, monkeypatch, change):

@@ -11,7 +11,8 @@ that holds:
 - every place a missing header would be found stays empty: each folder gcc searches
   (`-v`: the `-I`/`-isystem` folders, nvcc's, the system's, nonexistent ones included) and each
   folder of a file read (`#include "..."` looks beside the includer), joined with each
-  missing name;
+  missing name (a file of that name already beside a file read counts only when a file there
+  includes it by that quoted name);
 - none of those folders changed (their modification time: a file created, removed or renamed
   in them, which also covers `__has_include` of a new file);
 - the environment variables that move the search path or nvcc's flags are as they were.
@@ -108,14 +109,35 @@ def fingerprint(names: list[str], out: str, depfile: str, cwd: str, tmp: str) ->
             missing.add(d)
     if not set(names) <= missing:
         return None                 # the preprocessor does not agree with the compile
-    folders = {real(d) for d in searched} | {os.path.dirname(d) for d in deps}
+    searched_real = {real(d) for d in searched}
+    folders = searched_real | {os.path.dirname(d) for d in deps}
     folders.discard(None)
     absent = sorted({os.path.normpath(os.path.join(f, n)) for f in folders for n in missing})
+    # a file of that name beside a file read is found only by an `#include "NAME"` of a file
+    # there (LeetCUDA's `utils.h`, missing, while g++'s pstl/utils.h sits beside a header read)
+    absent = [a for a in absent if not os.path.exists(a) or
+              os.path.dirname(a) in searched_real or
+              _included_beside(a, [d for d in deps if os.path.dirname(d) == os.path.dirname(a)])]
     if any(os.path.exists(a) for a in absent):
         return None
     watched = sorted(folders | {os.path.dirname(a) for a in absent})
     return Failure(list(dict.fromkeys(deps)), absent, {d: mtime(d) for d in watched},
                    environment())
+
+
+def _included_beside(path: str, files: list[str]) -> bool:
+    """Does one of `files` (all in `path`'s folder) `#include "..."` a name `path` ends with?"""
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read(1 << 22)
+        except OSError:
+            return True             # unreadable: assume it might
+        for m in re.finditer(rb'#\s*include\s*"([^"\n]+)"', data):
+            name = m.group(1).decode("utf-8", "surrogateescape")
+            if os.path.normpath(os.path.join(os.path.dirname(f), name)) == path:
+                return True
+    return False
 
 
 def holds(stored) -> bool:
