@@ -1028,3 +1028,21 @@ def test_launches_in_macros_after_non_ascii_text_keep_their_positions():
             "  LAUNCH_F(g, 64);\n}\n")
     got = [(la.callee, la.template_args, la.block.total) for la in parse(text).launches]
     assert got == [("k", ("(2)",), 256), ("g", (), 128)]
+
+
+def test_a_whole_function_macro_reads_its_locals_with_each_uses_arguments():
+    # LeetCUDA's TORCH_BINDING_* macros define a host function per use, at file scope:
+    # `dim3 block(256 / (n_elements));` then `k_##t<...><<<grid, block>>>` (114 launches were
+    # "not a compile-time constant"); a local written again in the body stays unknown
+    text = ("template <int NT> __global__ void k_a(float *x) {}\n"
+            "template <int NT> __global__ void k_b(float *x) {}\n"
+            "template <int NT> __global__ void k_c(float *x) {}\n"
+            "template <int NT> __global__ void k_d(float *x) {}\n"
+            "#define DIRECT(t, n) void run_##t(float *x, int N) { k_##t<256 / (n)><<<N, 256 / (n)>>>(x); }\n"
+            "#define LOCAL(t, n) void run_##t(float *x, int N) { \\\n"
+            "    static const int T = 256 / (n); dim3 block(T); k_##t<T><<<N, block>>>(x); }\n"
+            "#define WRITTEN(t, n) void run_##t(float *x, int N) { \\\n"
+            "    int b = 256 / (n); if (N > 4) b = 32; k_##t<1><<<N, b>>>(x); }\n"
+            "DIRECT(a, 4)\nLOCAL(b, 2)\nLOCAL(c, 8)\nWRITTEN(d, 4)\n")
+    got = [(la.callee, la.block.total) for la in parse(text).launches]
+    assert got == [("k_a", 64), ("k_b", 128), ("k_c", 32), ("k_d", None)]

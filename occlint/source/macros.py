@@ -115,6 +115,8 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     if not set(_NAME.findall(head)) & set(names):
         return None
     kernel_is_parameter = bool(set(_NAME.findall(head.split(b"<")[0])) & set(names))
+    value = node.child_by_field_name("value")
+    value_text = value.text if value is not None else b""
     out = []
     for start, end, args, at in _uses(ctx, node.child_by_field_name("name").text):
         if len(args) < len(names):
@@ -129,7 +131,7 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
             template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
             template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
             config_span=None, arg_spans=(), argc=None,
-            function=ctx.function_name(start)), bind, scope))
+            function=ctx.function_name(start)), bind, scope, _body_locals(value_text)))
     return out if out or kernel_is_parameter else None
 
 
@@ -167,18 +169,18 @@ def _uses(ctx: Context, name: bytes) -> list:
     return out
 
 
-def _at_use(ctx: Context, reader: LaunchReader, call, la, bind: dict, scope):
+def _at_use(ctx: Context, reader: LaunchReader, call, la, bind: dict, scope, local=None):
     """`la` with its unknown block, grid and dynamic shared memory read again where the macro
     is used (ggml's `dim3 block(32, 8);` before `LIGHTNING_INDEXER_CASE(...)`), the macro's
     parameters replaced by the use's arguments."""
     from dataclasses import replace
 
-    if scope is None or (la.block.total is not None and la.grid.total is not None and
-                         la.dynamic_smem is not None):
-        return la
+    if la.block.total is not None and la.grid.total is not None and la.dynamic_smem is not None:
+        return la           # (a use outside any function, scope None: the macro's arguments and
+                            # the file's constants still give `256 / (n)`, LeetCUDA's bindings)
 
     def read(text: str):
-        code = _bound(text.encode("utf-8", "replace"), bind)
+        code = _bound(_expanded(text.encode("utf-8", "replace"), local or {}), bind)
         return ctx.env.snippet(code)[1] if code.strip() else None
 
     ctx.env.use_site = call         # the names are the ones visible at the use
@@ -202,6 +204,45 @@ _STRINGIFIED_OR_NAME = re.compile(rb"#?[A-Za-z_]\w*")    # `#f` stays: a string 
 def _bound(text: bytes, bind: dict, names: re.Pattern = _NAME) -> bytes:
     """`text` with each name `bind` has replaced by its value (a macro's parameters)."""
     return names.sub(lambda m: bind.get(m.group(0), m.group(0)), text)
+
+
+def _expanded(text: bytes, local: dict) -> bytes:
+    """`text` with the body's locals (`_body_locals`) replaced by their values, which may name
+    other locals (three rounds at most)."""
+    for _ in range(3):
+        done = _bound(text, local)
+        if done == text:
+            break
+        text = done
+    return text
+
+
+_BODY_LOCAL = re.compile(
+    rb"\b(?:(?:static|const|constexpr)\s+)*(?:(dim3)|(?:unsigned\s+)?(?:int|long|size_t|"
+    rb"u?int\d+_t|unsigned))\s+([A-Za-z_]\w*)\s*(?:\(([^;()]*(?:\([^;()]*\)[^;()]*)*)\)|"
+    rb"\{([^;{}]*)\}|=\s*(?:dim3\s*\(([^;]*)\)|([^;,{}]*)))\s*;")
+
+
+def _body_locals(body: bytes) -> dict:
+    """name -> its value's text for the locals a macro body declares once (`dim3 block(256 /
+    (n))`, `static const int T = 256 / (n);`, LeetCUDA's bindings): read again at each use,
+    the macro's arguments put in. A name declared twice is left out."""
+    out: dict = {}
+    seen: set = set()
+    body = body.replace(b"\\\n", b" ")
+    for m in _BODY_LOCAL.finditer(body):
+        name, value = m.group(2), next((g for g in m.group(3, 4, 5, 6) if g is not None), None)
+        writes = len(re.findall(rb"\b" + name + rb"(?:\.[xyz])?\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                                rb"(?:\+\+|--)\s*" + name + rb"\b|\b" + name + rb"\s*(?:\+\+|--)",
+                                body))
+        if name in seen or value is None or writes > (m.group(6) is not None or
+                                                      m.group(5) is not None):
+            out.pop(name, None)         # declared twice, or written after its declaration
+            seen.add(name)
+            continue
+        seen.add(name)
+        out[name] = (b"dim3(" + value + b")") if m.group(1) else b"(" + value.strip() + b")"
+    return out
 
 
 def _pasted(text: bytes) -> bytes:
