@@ -211,8 +211,13 @@ def test_single_block_launches_are_deliberate():
               "  for (int i = 0; i < 256; i++) { if (q[i] != 1) atomicAdd(err, 1u); q[i] = 2; }\n}\n"
               "void run(unsigned* p, unsigned* e) { k<<<128, 1>>>(p, e); }\n")
     assert _codes(walker, 16) == []
-    for reads in ("q[i] = threadIdx.x;", "q[i] = blockDim.x;", "helper(q);"):
+    for reads in ("q[i] = threadIdx.x;", "q[i] = blockDim.x;", "helper(q);", "TID(q);"):
         assert _codes(walker.replace("q[i] = 2;", reads), 16) == ["OCC031"], reads
+    # a macro of the file is read through its definitions (cuda_memtest's RECORD_ERR)
+    record = "#define RECORD(e) do { unsigned n = atomicAdd(e, 1u); e[n % 8] = 1; } while (0)\n"
+    tid = "#define TID(q) q[threadIdx.x] = 0\n"
+    assert _codes(record + tid + walker.replace("atomicAdd(err, 1u);", "RECORD(err);"), 16) == []
+    assert _codes(record + tid + walker.replace("q[i] = 2;", "TID(q);"), 16) == ["OCC031"]
 
 
 # --- 5: a cliff is near ---------------------------------------------------------------------------

@@ -168,7 +168,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
             extern_c=_extern_c(node, ctx.tree.root_node), is_definition=body is not None,
             grid_stride=body is not None and grid_stride(tx.node_text(body)),
-            thread_indexed=body is None or thread_indexed(tx.node_text(body)),
+            thread_indexed=body is None or thread_indexed(tx.node_text(body), env.fmacros),
         )
         # an explicit specialization (`template <> __global__ void k<64>(...)`) is its own record
         spec = name_node.parent.text if name_node.parent is not None and \
@@ -202,16 +202,25 @@ _NOT_A_CALLEE = re.compile(r"(?:if|for|while|switch|return|sizeof|alignof|declty
                            r"min|max|abs|fabsf?|sqrtf?|expf?|logf?|(?:u?int|float|double)\d*_?t?)")
 
 
-def thread_indexed(body: str) -> bool:
+def thread_indexed(body: str, macros=None, depth: int = 0) -> bool:
     """Can a thread of the kernel tell itself from the others of its block (Kernel
     .thread_indexed)? It reads `threadIdx` or `blockDim` (or a lane or group rank), or calls a
-    function occlint does not read (which might). cuda_memtest's kernels read neither: each
-    block is one serial walker, launched `<<<grid, 1>>>` on purpose, and every thread of a larger
-    block would walk the same words."""
+    function occlint does not read (which might); a function-like macro of the file (`macros`)
+    is read through its definitions. cuda_memtest's kernels read neither: each block is one
+    serial walker, launched `<<<grid, 1>>>` on purpose, and every thread of a larger block
+    would walk the same words."""
     body = _COMMENTS.sub(" ", body)
     if _THREAD_WORDS.search(body):
         return True
-    return any(not _NOT_A_CALLEE.fullmatch(m.group(1)) for m in _CALL.finditer(body))
+    for m in _CALL.finditer(body):
+        name = m.group(1)
+        if _NOT_A_CALLEE.fullmatch(name):
+            continue
+        defs = macros.get(name.encode()) if macros is not None and depth < 3 else None
+        if not defs or any(thread_indexed(d[1].decode("utf-8", "replace"), macros, depth + 1)
+                           for d in defs):
+            return True
+    return False
 
 
 def grid_stride(body: str) -> bool:
