@@ -1046,3 +1046,18 @@ def test_a_whole_function_macro_reads_its_locals_with_each_uses_arguments():
             "DIRECT(a, 4)\nLOCAL(b, 2)\nLOCAL(c, 8)\nWRITTEN(d, 4)\n")
     got = [(la.callee, la.block.total) for la in parse(text).launches]
     assert got == [("k_a", 64), ("k_b", 128), ("k_c", 32), ("k_d", None)]
+
+
+def test_a_launch_macro_used_inside_other_macros_is_read_at_the_outer_uses():
+    # LeetCUDA's block_all_reduce.cu: TORCH_BINDING_REDUCE(f32, ...) -> DISPATCH_REDUCE_KERNEL
+    # -> LANUCH_REDUCE_KERNEL(32, f32, ...) `block_all_reduce_sum_##t##_kernel<(NT)><<<grid,
+    # block>>>`: 120 launches were not listed; the outer bodies' locals (`dim3 grid(1024)`) count
+    text = ("template <int NT> __global__ void sum_f32_kernel(float *x) {}\n"
+            "#define LAUNCH(NT, t) sum_##t##_kernel<(NT)><<<grid, block>>>(x);\n"
+            "#define DISPATCH(t) switch (K) { case 128: LAUNCH(128, t) break; }\n"
+            "#define BIND(t) void run_##t(float *x, int K) { dim3 grid(1024); dim3 block(K); \\\n"
+            "    DISPATCH(t) }\n"
+            "BIND(f32)\n")
+    got = [(la.callee, la.template_args, la.grid.total, la.block.total, la.span.line)
+           for la in parse(text).launches]
+    assert got == [("sum_f32_kernel", ("(128)",), 1024, None, 6)]

@@ -118,7 +118,9 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     value = node.child_by_field_name("value")
     value_text = value.text if value is not None else b""
     out = []
-    for start, end, args, at in _uses(ctx, node.child_by_field_name("name").text):
+    macro = node.child_by_field_name("name").text
+    own = _body_locals(value_text)
+    for start, end, args, at, *outer in [*_uses(ctx, macro), *_nested_uses(ctx, macro)]:
         if len(args) < len(names):
             continue
         bind = dict(zip(names, args, strict=False))
@@ -131,7 +133,7 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
             template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
             template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
             config_span=None, arg_spans=(), argc=None,
-            function=ctx.function_name(start)), bind, scope, _body_locals(value_text)))
+            function=ctx.function_name(start)), bind, scope, {**(outer[0] if outer else {}), **own}))
     return out if out or kernel_is_parameter else None
 
 
@@ -166,6 +168,48 @@ def _uses(ctx: Context, name: bytes) -> list:
             continue
         args = split_args(data[i + 1:j])   # at top-level commas, as the preprocessor does
         out.append((start, j + 1, [b"".join(a.split()) for a in args], at))
+    return out
+
+
+def _nested_uses(ctx: Context, name: bytes, depth: int = 0) -> list:
+    """`_uses` of macro `name` written in the body of another function-like macro of the file
+    (LeetCUDA: `#define BIND(t) ... case 128: LAUNCH(128, t) break; ...`, then `BIND(f32)`):
+    one per use of that outer macro, at it, with the outer arguments put into the inner ones
+    and the outer body's locals (`_body_locals`, bound the same way) as a fifth item; an outer
+    macro used in a third one's body in turn (three levels: LeetCUDA's TORCH_BINDING_REDUCE ->
+    DISPATCH_REDUCE_KERNEL -> LANUCH_REDUCE_KERNEL)."""
+    from occlint.source.kernels import split_args
+
+    out = []
+    for node in ctx.caps.get("fdef", ()):
+        outer, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        params = node.child_by_field_name("parameters")
+        if outer is None or value is None or params is None or outer.text == name or \
+                name not in value.text or ctx.dead(node):
+            continue
+        names = [p.text for p in params.named_children if p.type == "identifier"]
+        inner = []
+        body = value.text.replace(b"\\\n", b" ")
+        for m in re.finditer(rb"\b" + re.escape(name) + rb"\s*\(", body):
+            depth, j = 0, m.end() - 1
+            while j < len(body):
+                depth += (body[j] == 40) - (body[j] == 41)
+                if depth == 0:
+                    break
+                j += 1
+            if j < len(body):
+                inner.append(split_args(body[m.end():j]))
+        if not inner:
+            continue
+        local = _body_locals(body)
+        uses = [*_uses(ctx, outer.text),
+                *(_nested_uses(ctx, outer.text, depth + 1) if depth < 2 else ())]
+        for start, end, args, at, *deeper in uses:
+            bind = dict(zip(names, args, strict=False))
+            mine = {**(deeper[0] if deeper else {}),                  # the outer bodies' locals
+                    **{k: _bound(v, bind) for k, v in local.items()}}
+            out += [(start, end, [b"".join(_pasted(_bound(a, bind)).split()) for a in use], at,
+                     mine) for use in inner]
     return out
 
 
