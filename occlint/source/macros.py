@@ -82,7 +82,9 @@ def _own_macros(ctx: Context, reader: LaunchReader) -> tuple[list, list]:
     readings = [_read(ctx, defs, wrapped) for wrapped in (True, False)]
     launches, attributes = [], []
     for start, node, value in defs:     # (spans count characters, nodes bytes)
-        def inside(x, lo=ctx.tx.char_offset(start), hi=ctx.tx.char_offset(value.end_byte)):
+        lo, hi = ctx.tx.char_offset(start), ctx.tx.char_offset(value.end_byte)
+
+        def inside(x, lo=lo, hi=hi):
             return lo <= x.span.start and x.span.end <= hi + 1
         best = max(readings, key=lambda r: sum(1 for la in r[0] if inside(la)))
         for la in best[0]:
