@@ -618,8 +618,7 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
             sites = by_launch.get(launch.span.start, [])
             if any(s.unlaunchable or s.exceeds_bounds for s in sites):
                 continue
-            bounds = specialize_kernel(kf.origin, kf.kernel, launch_args(launch))[0] \
-                if kf.origin is not None else kf.kernel.launch_bounds
+            bounds = _bounds_at(kf, launch)
             if bounds is not None and bounds.max_threads == 1024:
                 continue    # declared for 1024 threads: ptxas keeps it launchable, by design
             measured = [s for s in sites if s.usage is not None and s.occ is not None]
@@ -676,6 +675,14 @@ def _best_smaller_block(sites: list[Site]) -> int | None:
     return best if best_key is not None and best_key[0] > now else None
 
 
+def _bounds_at(kf: KernelFacts, launch):
+    """The `__launch_bounds__` of the instantiation a launch runs (specialized), else the
+    kernel's as written."""
+    if kf.origin is not None:
+        return specialize_kernel(kf.origin, kf.kernel, launch_args(launch))[0]
+    return kf.kernel.launch_bounds
+
+
 @check("OCC031")
 def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
     for kf in facts.kernels:
@@ -687,13 +694,15 @@ def block_size_not_warp_multiple(facts: Facts) -> Iterator[Hit]:
             if total == 1 and not kf.kernel.thread_indexed:
                 continue    # one serial walker per block, by design: 32 would each redo its work
             up = (total + 31) // 32 * 32
+            bounds = _bounds_at(kf, launch)
+            if bounds is not None and bounds.max_threads is not None and bounds.max_threads < up:
+                continue    # declared for fewer threads than a warp (xmrig's execute_vm at
+                            # `__launch_bounds__(16, 16)`): rounding up would not launch
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "block": total,
                       "rounded": up, "warps": up // 32, "idle": up - total}
             fix = None
             arg = launch_arg(launch, 1)
-            lb = kf.kernel.launch_bounds
-            if len(launch.arg_spans) > 1 and is_literal(facts.text[arg.start:arg.end]) \
-                    and (lb is None or lb.max_threads is None or up <= lb.max_threads):
+            if len(launch.arg_spans) > 1 and is_literal(facts.text[arg.start:arg.end]):
                 # unsafe: threads past the old count run the kernel body (they may write past a
                 # `__shared__ float tile[100]`) and every block's data range shifts. A grid
                 # written as a division by the block (`n / 16`) is scaled to the same threads;

@@ -213,6 +213,13 @@ def test_single_block_launches_are_deliberate():
     assert _codes(walker, 16) == []
     for reads in ("q[i] = threadIdx.x;", "q[i] = blockDim.x;", "helper(q);", "TID(q);"):
         assert _codes(walker.replace("q[i] = 2;", reads), 16) == ["OCC031"], reads
+    # declared for fewer threads than a warp (xmrig's `__launch_bounds__(16, 16)` execute_vm,
+    # two hashes of 8 workers per block): "use 32" would not launch; a template's bounds count
+    sub = _kernel("__launch_bounds__(16, 16)", "k<<<1000, 16>>>(x)")
+    assert _codes(sub, 16) == []
+    tmpl = ("template <int W> __global__ void __launch_bounds__(W * 2) k(float* x) { x[threadIdx.x] = 0; }\n"
+            "void run(float* x) { k<8><<<1000, 16>>>(x); k<32><<<1000, 48>>>(x); }\n")
+    assert _codes(tmpl, 16) == ["OCC031"]          # only the 48-thread one (its bound is 64)
     # a macro of the file is read through its definitions (cuda_memtest's RECORD_ERR)
     record = "#define RECORD(e) do { unsigned n = atomicAdd(e, 1u); e[n % 8] = 1; } while (0)\n"
     tid = "#define TID(q) q[threadIdx.x] = 0\n"

@@ -1061,3 +1061,19 @@ def test_a_launch_macro_used_inside_other_macros_is_read_at_the_outer_uses():
     got = [(la.callee, la.template_args, la.grid.total, la.block.total, la.span.line)
            for la in parse(text).launches]
     assert got == [("sum_f32_kernel", ("(128)",), 1024, None, 6)]
+
+
+def test_a_typedef_in_a_dead_branch_does_not_size_an_array():
+    # xmrig's hash.hpp: `#if ... typedef unsigned char exec_t; #else typedef unsigned short
+    # exec_t; #endif` sized a __shared__ array from the dead branch (16 KiB, ptxas 8 KiB); two
+    # live typedefs of one name with different sizes leave it unknown
+    text = ("__global__ void k(unsigned *out) {\n#if 1\n  typedef unsigned char exec_t;\n#else\n"
+            "  typedef unsigned short exec_t;\n#endif\n"
+            "  __shared__ unsigned buf[256 * 32 * sizeof(exec_t) / sizeof(unsigned)];\n"
+            "  out[0] = buf[threadIdx.x];\n}\n"
+            "typedef short two_t;\ntypedef int two_t;\n"
+            "__global__ void g(unsigned *out) { __shared__ two_t t[64]; out[0] = t[threadIdx.x]; }\n")
+    from occlint.source.preproc import View
+
+    sf = parse(text, "x.cu", View(host=True, complete=True))
+    assert [(d.name, d.size_bytes) for d in sf.shared] == [("buf", 8192), ("t", None)]

@@ -188,6 +188,7 @@ class Context:
         self._cases: dict = {}              # a launch's span -> _site_conditions
         self._decl_blocks: dict = {}        # (scope, name) -> (declaration, its block), _visible
         self._tnames: dict[int, set[bytes]] = {}
+        self._typedefs: dict[str, object] = {}      # name -> the layout its first typedef gave
         self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
@@ -559,9 +560,11 @@ class Context:
         return names
 
     def _add_typedef(self, node):
-        """`typedef float real;`, `using Vec = float4;`, `typedef struct {...} Pair;`."""
+        """`typedef float real;`, `using Vec = float4;`, `typedef struct {...} Pair;`: not one
+        in a dead branch (xmrig's `#if ... typedef unsigned char exec_t; #else ... short`), and
+        a name given two different layouts by live ones is unknown."""
         type_node = node.child_by_field_name("type")
-        if type_node is None:
+        if type_node is None or self.dead(node):
             return
         if node.type == "alias_declaration":
             names = [node.child_by_field_name("name")]
@@ -576,9 +579,13 @@ class Context:
             sa = types.size_align(type_node.text.decode("utf-8", "replace"), self.env.structs)
         for n in names:
             if sa is not None and n is not None:
-                self.env.structs[n.text.decode("utf-8", "replace")] = sa
+                key = n.text.decode("utf-8", "replace")
+                before = self._typedefs.setdefault(key, sa)
+                self.env.structs[key] = sa if before == sa else None
 
     def _add_struct(self, node):
+        if self.dead(node):
+            return
         name = node.child_by_field_name("name")
         layout = self._struct_layout(node) if name is not None else None
         if layout is not None:
