@@ -1077,3 +1077,18 @@ def test_a_typedef_in_a_dead_branch_does_not_size_an_array():
 
     sf = parse(text, "x.cu", View(host=True, complete=True))
     assert [(d.name, d.size_bytes) for d in sf.shared] == [("buf", 8192), ("t", None)]
+
+
+def test_a_redefined_launch_macro_is_read_with_the_definition_in_force_at_each_use():
+    # PyTorch's indexing code (how-to-optim-algorithm-in-cuda): LAUNCH is #undef'd and defined
+    # again for another kernel; each use was read with every definition (66 phantom launches,
+    # one of them taking the wrong kernel's figures and an OCC031 at the wrong line)
+    text = ("template <int D> __global__ void first(float *x) {}\n"
+            "template <int D> __global__ void second(float *x) {}\n"
+            "#define LAUNCH(D) first<D><<<4096, 256>>>(p);\n"
+            "void a(float *p) { LAUNCH(1); }\n#undef LAUNCH\n"
+            "#define LAUNCH(D) second<D><<<4096, 100>>>(p);\n"
+            "void b(float *p) { LAUNCH(2); }\n#undef LAUNCH\n")
+    got = [(la.callee, la.template_args, la.block.total, la.span.line)
+           for la in parse(text).launches]
+    assert got == [("first", ("1",), 256, 4), ("second", ("2",), 100, 7)]

@@ -188,7 +188,7 @@ class Context:
         self._cases: dict = {}              # a launch's span -> _site_conditions
         self._decl_blocks: dict = {}        # (scope, name) -> (declaration, its block), _visible
         self._tnames: dict[int, set[bytes]] = {}
-        self._typedefs: dict[str, object] = {}      # name -> the layout its first typedef gave
+        self._typedefs: dict[str, tuple] = {}       # name -> (live layouts, dead layouts)
         self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
@@ -560,11 +560,13 @@ class Context:
         return names
 
     def _add_typedef(self, node):
-        """`typedef float real;`, `using Vec = float4;`, `typedef struct {...} Pair;`: not one
-        in a dead branch (xmrig's `#if ... typedef unsigned char exec_t; #else ... short`), and
-        a name given two different layouts by live ones is unknown."""
+        """`typedef float real;`, `using Vec = float4;`, `typedef struct {...} Pair;`. A live
+        one wins over one in a dead branch (xmrig's `#if ... typedef unsigned char exec_t;
+        #else ... short`; cuda-samples' realtype.h, `float` unless DOUBLE_PRECISION); a dead one
+        counts only when no live one exists (a header read for its constants may find its own
+        include guard closed by its includer's macros); two layouts on one side: unknown."""
         type_node = node.child_by_field_name("type")
-        if type_node is None or self.dead(node):
+        if type_node is None:
             return
         if node.type == "alias_declaration":
             names = [node.child_by_field_name("name")]
@@ -577,11 +579,14 @@ class Context:
                 else self._struct_layout(type_node)
         else:
             sa = types.size_align(type_node.text.decode("utf-8", "replace"), self.env.structs)
+        dead = self.dead(node)
         for n in names:
             if sa is not None and n is not None:
                 key = n.text.decode("utf-8", "replace")
-                before = self._typedefs.setdefault(key, sa)
-                self.env.structs[key] = sa if before == sa else None
+                live, gone = self._typedefs.setdefault(key, (set(), set()))
+                (gone if dead else live).add(sa)
+                chosen = live or gone
+                self.env.structs[key] = next(iter(chosen)) if len(chosen) == 1 else None
 
     def _add_struct(self, node):
         if self.dead(node):

@@ -122,7 +122,10 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     out = []
     macro = node.child_by_field_name("name").text
     own = _body_locals(value_text)
+    lo, hi = _in_force(ctx, macro, node.start_byte)
     for start, end, args, at, *outer in [*_uses(ctx, macro), *_nested_uses(ctx, macro)]:
+        if not lo <= start < hi:
+            continue        # another definition of the name is in force there
         if len(args) < len(names):
             continue
         bind = dict(zip(names, args, strict=False))
@@ -171,6 +174,20 @@ def _uses(ctx: Context, name: bytes) -> list:
         args = split_args(data[i + 1:j])   # at top-level commas, as the preprocessor does
         out.append((start, j + 1, [b"".join(a.split()) for a in args], at))
     return out
+
+
+def _in_force(ctx: Context, name: bytes, start: int) -> tuple[int, int]:
+    """The bytes where the `#define` of `name` at `start` is the one in force: up to the next
+    `#define` or `#undef` of the name (PyTorch's indexing code redefines its launch macro; every
+    use was read with every definition, 66 of 99 launches phantoms)."""
+    from occlint.source.preproc import _directives
+
+    for s, _e, word, rest in _directives(ctx.data):
+        if s > start and word in (b"define", b"undef"):
+            m = _NAME.match(rest.strip())
+            if m is not None and m.group(0) == name:
+                return start, s
+    return start, len(ctx.data)
 
 
 def _nested_uses(ctx: Context, name: bytes, depth: int = 0) -> list:
