@@ -1092,3 +1092,13 @@ def test_a_redefined_launch_macro_is_read_with_the_definition_in_force_at_each_u
     got = [(la.callee, la.template_args, la.block.total, la.span.line)
            for la in parse(text).launches]
     assert got == [("first", ("1",), 256, 4), ("second", ("2",), 100, 7)]
+
+
+def test_a_kernel_named_through_a_macro_alias_is_that_kernel():
+    # xmrig: `#define fillAes4Rx4 fillAes4Rx4_v104` in each coin's .cu, then
+    # `fillAes4Rx4<64><<<...>>>`: the launch matched no kernel and had no figure
+    text = ("template <int N> __global__ void fill_v104(unsigned *p) {}\n"
+            "#define fill fill_v104\n#define FILL fill\n#define NOT_A_NAME (1 + 2)\n"
+            "void entry(unsigned *p) { fill<64><<<1, 128>>>(p); FILL<8><<<1, 64>>>(p); }\n")
+    assert [(la.callee, la.template_args) for la in parse(text).launches] == \
+        [("fill_v104", ("64",)), ("fill_v104", ("8",))]

@@ -96,6 +96,9 @@ def callee_parts(node) -> tuple[str | None, list]:
     return None, []
 
 
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+
+
 def _argc(call) -> int | None:
     """How many arguments a chevron launch passes the kernel."""
     args = call.child_by_field_name("arguments")
@@ -294,6 +297,7 @@ class LaunchReader:
             name = " ".join(tx.node_text(callee_node).split())   # `fpDeriv[fp]<<<g, b>>>`
         if name is None:
             return None
+        name = self._unaliased(name)
         scope = ctx.scope_of(call.start_byte)
         self.env.site = call            # `case 512:` of `switch (threads)` around it
         try:
@@ -347,6 +351,16 @@ class LaunchReader:
             else (),
             block_parameter=b.total is None and not choices and self._is_parameter(block, scope),
         )
+
+    def _unaliased(self, name: str) -> str:
+        """A kernel named through an object-like macro that is another name (xmrig's `#define
+        fillAes4Rx4 fillAes4Rx4_v104`): that name, followed up to 4 times."""
+        for _ in range(4):
+            bodies = self.env.macros.get(name.encode()) if "::" not in name else None
+            if not bodies or len(bodies) != 1 or not _IDENTIFIER.fullmatch(bodies[0]):
+                return name
+            name = bodies[0].decode("utf-8", "replace")
+        return name
 
     def _instantiated(self, block, smem, targs, scope, call):
         """(block size, dynamic shared memory or None, the kernel's template values or ()) of a
