@@ -497,3 +497,17 @@ def test_a_cpp_compiled_as_cuda_is_found_compiled_and_linted(tmp_path, nvcc_path
     r = run_main("kernels", "--json", "tests.cpp", cwd=tmp_path)
     (kernel,) = [x for x in json.loads(r.stdout) if x["kind"] == "kernel"]
     assert set(kernel["usage"]) == {"sm_80"}, r.stderr
+
+
+def test_an_entry_whose_folder_is_gone_is_one_error_and_exit_2(tmp_path, nvcc_path):
+    # xmrig-cuda with its build/ moved away: every unit was an OCC900 "cannot run nvcc:
+    # [Errno 2]" at 1:1 (exit 1); a broken setup is one error line and exit 2
+    (tmp_path / "k.cu").write_text("__global__ void k(float* p) { p[0] = 1; }\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "compile_commands.json").write_text(json.dumps([
+        {"directory": str(tmp_path / "gone"), "file": str(tmp_path / "k.cu"),
+         "command": f"{nvcc_path} -arch=sm_80 -c {tmp_path / 'k.cu'} -o k.o"}]))
+    r = run_main("check", "--no-cache", "k.cu", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("occlint: error:")]
+    assert "which does not exist: regenerate the database" in line and "OCC900" not in r.stdout

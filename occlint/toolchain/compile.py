@@ -435,6 +435,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     libs = libraries.wheel_include_dirs()
     plans = {unit: unit_command(unit, config, libs, extensions) for unit in units}
     check_host_compiler(nvcc, plans.values())
+    _check_directories(plans)
     _check_archs(plans, config, nvcc, report)
     report.archs = tuple(dict.fromkeys(a for p in plans.values() for a in p.archs))
     report.unit_archs = {u: p.archs for u, p in plans.items()}
@@ -627,6 +628,17 @@ def _raise_if_tool_broken(errors: list[CompileError], nvcc: Nvcc) -> None:
             raise OcclintError(
                 f"nvcc {nvcc.version} ({nvcc.path}) cannot compile anything: {err.message}"
                 f"{host_compiler_hint(nvcc)}")
+
+
+def _check_directories(plans: dict) -> None:
+    """A compile command whose working folder is gone (a moved or deleted build tree) cannot
+    run anywhere its relative paths mean the same: a broken setup (exit 2), not a finding per
+    unit ("cannot run nvcc: [Errno 2]" at 1:1 of each)."""
+    for unit, plan in plans.items():
+        if plan.entry is not None and not os.path.isdir(plan.cwd):
+            raise OcclintError(
+                f"{plan.entry.database}: the entry for {unit} runs in {plan.cwd}, which does not "
+                "exist: regenerate the database, or point `compile-commands` at a current one")
 
 
 def host_compiler_hint(nvcc: Nvcc) -> str:
