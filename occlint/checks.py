@@ -638,6 +638,8 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
                 yield Hit("OCC030", launch_arg(launch, 1), values, "measured", None,
                           kf.kernel.qualname, None, ())
                 continue
+            if _never_instantiated(facts, kf):
+                continue    # nvcc compiled the file and never this template: no such launch
             worst = min(facts.archs, key=lambda a: gpus.arch(a).max_threads_per_sm)
             limits = gpus.arch(worst)
             cap = Pct(limits.max_threads_per_sm // 1024 * 1024 / limits.max_threads_per_sm)
@@ -650,6 +652,15 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
                       "max_regs": limits.regs_per_block // 1024}
             yield Hit("OCC030", launch_arg(launch, 1), values,
                       "capped" if cap < 1 else "message", None, kf.kernel.qualname, None, ())
+
+
+def _never_instantiated(facts: Facts, kf) -> bool:
+    """A kernel template of this file that nvcc, compiling the file (another of its kernels
+    has figures), instantiated on no target arch (OneFlow's softmax: a grad kernel no code of
+    the unit calls): its launches do not happen in this unit."""
+    return bool(kf.here and kf.kernel.template_params and
+                not any(kf.usages.get(a) for a in facts.archs) and
+                any(other.usages.get(a) for other in facts.kernels for a in facts.archs))
 
 
 def _fits_1024(kf, archs) -> bool:

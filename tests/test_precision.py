@@ -266,6 +266,13 @@ def test_occ030_says_what_nvcc_measured():
     assert "above 64 registers/thread it cannot launch" in f.message
     (f,) = lint_source(shmem, "k.cu", usage, Config(arch=("sm_86", "sm_90")))   # 66.7% on sm_86
     assert f.code == "OCC030"
+    # a template nvcc compiled the file without instantiating (OneFlow's grad softmax, called
+    # by no code of the unit): its launch does not happen there, with no registers to speak of
+    never = ("template <int N> __global__ void g(float* x) { x[threadIdx.x] = N; }\n"
+             "template <int N> void grad(float* x) { g<N><<<1000, 1024>>>(x); }\n" + text)
+    assert [f.code for f in lint_source(never, "k.cu", usage[1:], Config(arch=("sm_90",)))] == []
+    assert [f.code for f in lint_source(never, "k.cu", [], Config(arch=("sm_90",)))] == \
+        ["OCC030", "OCC030"]                  # nothing compiled: both hypothetical, as before
     # declared for 1024 threads (llm.c's fused classifier): by design, and ptxas keeps it launchable
     designed = _kernel("__launch_bounds__(1024, 1)", "k<<<1000, 1024>>>(x)")
     assert lint_source(designed, "k.cu", [], Config(arch=("sm_90",))) == []
