@@ -142,7 +142,19 @@ def _wanted(path: str, config=None) -> str | None:
         return "build"
     if config is not None and path.endswith(CPP_SUFFIXES) and is_unit(path, config):
         return "cuda"
+    if config is not None and path.endswith(HEADER_SUFFIXES) and defines_kernels(path):
+        return "cuda"
     return None
+
+
+def defines_kernels(path: str) -> bool:
+    """A C++ header (`.h`, `.hpp`, `.hh`, `.inl`) that writes `__global__`: its kernels and
+    launches are CUDA a unit includes (llama_cu_awq's gpu_kernels.h, xmrig's hash.hpp,
+    miniBUDE's fasten.hpp), linted as a `.cuh` is, through its includers."""
+    try:
+        return b"__global__" in read_regular(path)
+    except OSError:
+        return False
 
 
 def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:

@@ -93,19 +93,22 @@ def finalize(hits: Sequence[checks.Hit], text: str, path: str) -> list[Finding]:
 
 def lint_source(text: str, path: str, usage: Sequence[Usage], config: Config, *,
                 source: SourceFile | None = None, compile_errors: Sequence[CompileError] = (),
-                project: Sequence[SourceFile] = ()) -> list[Finding]:
+                project: Sequence[SourceFile] = (),
+                failed_archs: frozenset[str] = frozenset()) -> list[Finding]:
     """Lint one CUDA source: pure, no I/O. Findings sorted, suppressions applied, fixes attached.
 
     `project` (optional): the other parsed files of the run, so that a launch of a kernel defined
     in a header is evaluated with the header's `__launch_bounds__` and `__shared__` arrays.
+    `failed_archs`: the archs its own compile failed for although its errors are reported in
+    another file of the run (a header it includes).
     """
     return analyse(text, path, usage, config, source=source, compile_errors=compile_errors,
-                   project=project)[1]
+                   project=project, failed_archs=failed_archs)[1]
 
 
 def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
             source: SourceFile | None = None, compile_errors: Sequence[CompileError] = (),
-            project: Sequence[SourceFile] = ()):
+            project: Sequence[SourceFile] = (), failed_archs: frozenset[str] = frozenset()):
     """(Facts, Findings) for one CUDA source, as `lint_source`: the language server keeps the
     facts for hover instead of building them again."""
     if source is None:
@@ -115,7 +118,7 @@ def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
     from occlint.facts import build_facts
     from occlint.toolchain.flags import archs_for
     archs = archs_for(config, usage=usage)
-    facts = build_facts(source, usage, config, archs, compile_errors, project)
+    facts = build_facts(source, usage, config, archs, compile_errors, project, failed_archs)
     hits: list[checks.Hit] = []
     for code, fn in checks.checks_of("source").items():
         if registry.is_enabled(code, config, path):
@@ -245,6 +248,11 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     views = source_views([*cuda, *included], config, report.includes if report is not None else None)
     result.config = config
     inputs = []
+    failed: dict[str, frozenset[str]] = {}      # a unit -> the archs its own compile failed for
+    for err in report.errors if report is not None else ():
+        if err.unit and err.arch:
+            key = os.path.realpath(err.unit)
+            failed[key] = failed.get(key, frozenset()) | {err.arch}
     lent: dict[str, tuple[list[Usage], list[Usage]]] = {}    # path -> (its own, borrowed)
     for path in cuda:
         own = usage_of(path, usage, report, all_usage)
@@ -253,7 +261,8 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
-        inputs.append((path, file_usage, file_config, errors_by_file.get(path, ())))
+        inputs.append((path, file_usage, file_config, errors_by_file.get(path, ()),
+                       failed.get(os.path.realpath(path), frozenset())))
     cache = reuse and report is not None and report.cache
     if cache:
         from occlint import results
@@ -267,7 +276,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         result.project = project
         found = []
         failed = False
-        for path, file_usage, file_config, errors in inputs:
+        for path, file_usage, file_config, errors, failed_archs in inputs:
             try:
                 own, borrowed = lent[path]
                 if borrowed:                # borrowed figures, less the file's own kernels
@@ -276,7 +285,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
                                         if u.kernel.split("::")[-1] not in defined]
                 found.extend(lint_source(texts[path], path, file_usage, file_config,
                                          source=project[path], compile_errors=errors,
-                                         project=project))
+                                         project=project, failed_archs=failed_archs))
             except Exception as exc:    # one file's failure is its error; the others are checked
                 if os.environ.get("OCCLINT_DEBUG"):
                     raise
@@ -302,14 +311,14 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
 
 
 def _results_key(inputs, texts, included, views, config) -> str:
-    """occlint.results' key for linting `inputs` (path, usage, config, compile errors) with the
-    project files `included` and the preprocessor `views`."""
+    """occlint.results' key for linting `inputs` (path, usage, config, compile errors, the archs
+    its compile failed for) with the project files `included` and the preprocessor `views`."""
     from occlint import results
 
     parts: list[object] = [config, config.extra]
-    for path, file_usage, file_config, errors in inputs:
+    for path, file_usage, file_config, errors, failed_archs in inputs:
         parts += [path, results.text_hash(texts[path]), file_usage, file_config.arch, errors,
-                  views.get(path)]
+                  sorted(failed_archs), views.get(path)]
     for path, text in included.items():
         parts += [path, results.text_hash(text), views.get(path)]
     return results.key(parts)

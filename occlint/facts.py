@@ -121,11 +121,13 @@ class Facts:
     gpu_name: str = "H100"
     sm_count: int = 132
     global_cap: int | None = None       # -maxrregcount from the configured nvcc flags
+    failed_archs: frozenset[str] = frozenset()   # its compile failed, errors reported elsewhere
 
     def compile_failed(self, arch: str) -> bool:
         """nvcc ran on the file for `arch` and failed: no finding rests on the registers it
-        would have measured (OCC900 says why), as `kernels` gives such a launch no figure."""
-        return any(e.arch in (arch, None) for e in self.compile_errors)
+        would have measured (OCC900 says why, here or in the header of the run it names), as
+        `kernels` gives such a launch no figure."""
+        return arch in self.failed_archs or any(e.arch in (arch, None) for e in self.compile_errors)
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -269,7 +271,8 @@ def _key(k: Kernel) -> tuple[str, int]:
 
 
 def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str, ...],
-                compile_errors=(), project: Iterable[SourceFile] = ()) -> Facts:
+                compile_errors=(), project: Iterable[SourceFile] = (),
+                failed_archs: frozenset[str] = frozenset()) -> Facts:
     """What the checks read. `project`: the other parsed files of the run (headers, other
     sources), for kernels launched here but defined there, and launches there of kernels here."""
     from occlint.project import Project
@@ -305,6 +308,7 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
                             if other.path != sf.path and link.find_kernel(sf, ln) == kf.kernel]
     facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
                   kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
+                  failed_archs=frozenset(failed_archs),
                   global_cap=_global_cap(config))
     try:
         from occlint import gpus

@@ -171,3 +171,7 @@ def test_no_finding_rests_on_registers_nvcc_failed_to_measure():
     assert {f.code for f in lint_source(text, "u.cu", [], config)} >= {"OCC002", "OCC030"}
     assert [f.code for f in lint_source(text, "u.cu", [], config, compile_errors=errors)] == \
         ["OCC900"]
+    # its errors reported in a header of the run (llama_cu_awq's gpu_kernels.h, now linted):
+    # the unit's own compile still failed
+    assert [f.code for f in lint_source(text, "u.cu", [], config,
+                                        failed_archs=frozenset(config.arch))] == []

@@ -88,6 +88,19 @@ def test_a_cpp_the_database_compiles_as_cuda_is_a_unit(tmp_path):
     assert not database.cuda_language(["nvcc", "-x", "c++", "a.cpp"])
 
 
+def test_a_cpp_header_that_writes_global_is_discovered(tmp_path):
+    # llama_cu_awq's gpu_kernels.h, xmrig's hash.hpp, miniBUDE's fasten.hpp: kernels and
+    # launches in a C++ header a unit includes were never linted by `occlint check`
+    from occlint.discover import discover
+
+    (tmp_path / "kernels.h").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (tmp_path / "vm.hpp").write_text("template <int N> __global__ void v(float* x) {}\n")
+    (tmp_path / "plain.h").write_text("int helper(int x);\n// __global__ in a comment only? no\n")
+    (tmp_path / "host.hpp").write_text("#pragma once\nstruct S { int x; };\n")
+    found = sorted(os.path.basename(f) for f in discover([str(tmp_path)], Config(root=str(tmp_path)))[0])
+    assert found == ["kernels.h", "plain.h", "vm.hpp"]     # (the word is the test: a comment too)
+
+
 def test_a_file_without_an_entry_borrows_the_closest_command(tmp_path):
     src = tmp_path / "src"
     (src / "ops").mkdir(parents=True)
