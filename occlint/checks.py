@@ -898,6 +898,7 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
     kernels = {kf.kernel.qualname: kf.kernel for kf in facts.kernels}
     over = [kf for kf in facts.kernels if kf.static_over_limit is not None]
     archs: dict[str, list[str]] = {}         # one error, every arch it failed for, in order
+    hits: list[Hit] = []
     for err in facts.compile_errors:
         if err.arch and err.arch not in archs.setdefault(err.message.strip(), []):
             archs[err.message.strip()].append(err.arch)
@@ -923,5 +924,14 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         every = len(failed) > 1 and set(facts.archs) <= set(failed)
         values = {"message": err.message.strip(), "compiler": err.compiler,
                   "arch": f"every target arch ({len(failed)})" if every else ", ".join(failed)}
-        yield Hit("OCC900", span, values, "with_arch" if failed else "message",
-                  failed[0] if len(failed) == 1 else None, err.kernel, None, ())
+        hits.append(Hit("OCC900", span, values, "with_arch" if failed else "message",
+                        failed[0] if len(failed) == 1 else None, err.kernel, None, ()))
+    if len(hits) > MAX_COMPILE_ERRORS:      # a cascade (how-to-optim's include-less PyTorch
+        more = len(hits) - MAX_COMPILE_ERRORS       # excerpt: 51): the first ones, and a count
+        hits = hits[:MAX_COMPILE_ERRORS]
+        hits[-1].values["message"] += (f" (and {more} more nvcc error{'s' if more > 1 else ''}"
+                                       " in this file; the first ones often cause the rest)")
+    yield from hits
+
+
+MAX_COMPILE_ERRORS = 10         # OCC900 findings per file

@@ -175,3 +175,17 @@ def test_no_finding_rests_on_registers_nvcc_failed_to_measure():
     # the unit's own compile still failed
     assert [f.code for f in lint_source(text, "u.cu", [], config,
                                         failed_archs=frozenset(config.arch))] == []
+
+
+def test_a_cascade_of_compile_errors_is_its_first_ten_and_a_count():
+    # how-to-optim-algorithm-in-cuda's include-less PyTorch excerpt: 51 OCC900, one per line
+    from occlint.model import CompileError
+
+    text = "".join(f"int x{i} = undefined_{i};\n" for i in range(14))
+    errors = [CompileError("u.cu", i + 1, 9, f"identifier \"undefined_{i}\" is undefined", "sm_90")
+              for i in range(14)]
+    got = [f.message for f in lint_source(text, "u.cu", [], Config(arch=("sm_90",)),
+                                          compile_errors=errors) if f.code == "OCC900"]
+    assert len(got) == 10 and got[0].endswith('"undefined_0" is undefined')
+    assert got[-1].endswith('"undefined_9" is undefined (and 4 more nvcc errors in this file; '
+                            "the first ones often cause the rest)")
