@@ -243,7 +243,10 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     from occlint.project import Project
     from occlint.toolchain.flags import source_views
     from occlint.toolchain.includers import user_files
-    deps = [*user_files(includes), *(report.project_files() if report is not None else ())]
+    # the units a header given alone was compiled through are read too: their launches of its
+    # kernels count (a header alone said "no constant launch" for one its includer launches)
+    deps = [*user_files(includes), *(report.project_files() if report is not None else ()),
+            *(report.borrowed if report is not None else ())]
     included = _included(deps, cuda)
     views = source_views([*cuda, *included], config, report.includes if report is not None else None)
     result.config = config

@@ -524,3 +524,39 @@ def test_an_entry_whose_folder_is_gone_is_one_error_and_exit_2(tmp_path, nvcc_pa
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     (line,) = [x for x in r.stderr.splitlines() if x.startswith("occlint: error:")]
     assert "which does not exist: regenerate the database" in line and "OCC900" not in r.stdout
+
+
+HEAVY = """\
+#pragma once
+__global__ void heavy(const float4 *in, float4 *out)
+{
+    float4 r[15];
+#pragma unroll
+    for (int i = 0; i < 15; ++i) r[i] = in[threadIdx.x + i * 32 + blockIdx.x * 640];
+    float4 acc = make_float4(0, 0, 0, 0);
+#pragma unroll
+    for (int j = 0; j < 15; ++j)
+#pragma unroll
+        for (int i = 0; i < 15; ++i) {
+            acc.x += r[i].x * r[j].y; acc.y += r[i].z * r[j].w;
+            acc.z += r[i].x * r[j].w; acc.w += r[i].y * r[j].z;
+        }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+"""
+
+
+def test_a_header_alone_sees_its_includers_launches(tmp_path, nvcc_path):
+    # xmrig's KawPow_dag.h named alone (pre-commit, only the header changed): "with no constant
+    # launch, its best occupancy ... at 768 threads" for a kernel its includer launches at 32;
+    # the finding belongs to the includer's launch, and the same files give the same verdict
+    (tmp_path / "heavy.cuh").write_text(HEAVY)
+    (tmp_path / "b.cu").write_text('#include "heavy.cuh"\nvoid entry(const float4 *i, float4 *o) '
+                                   "{ constexpr int threads = 32; heavy<<<8192, threads>>>(i, o); }\n")
+    alone = run_main("check", "--arch", "sm_80", "--no-cache", "--output-format", "json",
+                     "heavy.cuh", cwd=tmp_path)
+    both = run_main("check", "--arch", "sm_80", "--no-cache", "--output-format", "json",
+                    "heavy.cuh", "b.cu", cwd=tmp_path)
+    assert json.loads(alone.stdout) == [], alone.stdout
+    assert [(f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(both.stdout)] == \
+        [("b.cu", "OCC001")], both.stdout
