@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from occlint.discover import HEADER_SUFFIXES
 from occlint.model import AttributeCall, Kernel, Launch, SharedDecl, SourceFile, Usage
 
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
@@ -180,7 +181,11 @@ class Usages:
         """Every instantiation, on every arch, of this source kernel."""
         if kernel.extern_c:
             return list(self.by_name.get(kernel.name, ()))
-        found = self.by_key.get(kernel_key(kernel.qualname), ())
+        key = kernel_key(kernel.qualname)
+        found = self.by_key.get(key, ())
+        if not found and kernel.path.endswith(HEADER_SUFFIXES):
+            # a header #include'd inside `namespace A { ... }` (xmrig's RandomX): nvcc's `A::k`
+            found = [u for k, us in self.by_key.items() if k.endswith("::" + key) for u in us]
         counts = {param_count(u.mangled) for u in found}
         if len(counts) > 1 and kernel.params and not any("..." in p for p in kernel.params):
             # overloads: the ones taking its parameters

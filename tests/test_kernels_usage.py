@@ -334,3 +334,19 @@ def test_check_never_lends_a_file_the_figures_of_a_kernel_it_defines_itself(tmp_
                  "h.cuh", "a.cu", "b.cu", cwd=tmp_path)
     found = {(f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(r.stdout)}
     assert ("h.cuh", "OCC034") not in found and ("a.cu", "OCC900") in found, found
+
+
+def test_a_header_included_inside_a_namespace_gets_its_kernels_figures():
+    # xmrig's RandomX: `namespace RandomX_Monero { #include "hash.hpp" }` in five units, so
+    # nvcc's kernels are `RandomX_Monero::init_vm<8>` while the header writes `init_vm`: every
+    # launch was "not matched" and had no figure. Only a header's kernel matches that way
+    from occlint.link import match_usage
+    from occlint.model import Usage
+    from occlint.source import parse
+
+    usage = [Usage(kernel="A::k", mangled="_ZN1A1kEPf", arch="sm_80", registers=12,
+                   spill_stores=0, spill_loads=0, static_smem=4096, barriers=1)]
+    header = parse("__global__ void k(float* p) { p[0] = 1; }\n", "kern.cuh")
+    unit = parse("__global__ void k(float* p) { p[0] = 1; }\n", "other.cu")
+    assert [u.kernel for u in match_usage(header.kernels[0], usage)] == ["A::k"]
+    assert match_usage(unit.kernels[0], usage) == []
