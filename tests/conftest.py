@@ -117,8 +117,11 @@ def run_main(*args: str, cwd: str | os.PathLike | None = None, input: str | None
     finally:
         sys.stdin, sys.stdout, sys.stderr = streams
         os.chdir(saved_cwd)
+        token = os.environ.get("OCCLINT_WATCHDOG")    # set once per process, by its first child
         os.environ.clear()
         os.environ.update(saved_env)
+        if token is not None:
+            os.environ["OCCLINT_WATCHDOG"] = token
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
 
