@@ -121,13 +121,19 @@ def test_fork_map_is_map_and_redoes_what_a_copy_could_not(tmp_path):
 
 
 FORK_MAP = """
-import os, time
+import os, sys, tempfile, time
 from occlint.process import fork_map
 
 parent = os.getpid()
+mark = os.path.join(tempfile.mkdtemp(), "copy-ran")
 
-def slow(n):                # slow here: the copy, once it runs, takes the rest
-    time.sleep(0.05 if os.getpid() == parent else 0)
+def slow(n):                # here, the first item waits (10 s at most) until the copy has done
+    if os.getpid() == parent:   # one: a loaded host may start it late (CI: all 8 were here)
+        end = time.monotonic() + 10 if n == 0 else 0
+        while not os.path.exists(mark) and time.monotonic() < end:
+            time.sleep(0.01)
+    else:
+        open(mark, "a").close()
     return [n, os.getpid()]
 
 got = fork_map(slow, list(range(8)), 2)
@@ -142,6 +148,8 @@ def fails_in_copy_at_three(n):
 
 assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
 assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]
+os.remove(mark)
+os.rmdir(os.path.dirname(mark))
 print("ok")
 """
 
