@@ -299,7 +299,9 @@ def test_thread_map_yields_in_order_raises_at_its_turn_and_stops():
         return i
 
     pool = thread_map(blocked, list(range(10)), 2)
-    time.sleep(0.05)
+    end = time.monotonic() + 10             # both workers busy (a loaded host starts them late)
+    while len(started) < 2 and time.monotonic() < end:
+        time.sleep(0.005)
     pool.stop()
     gate.set()
     pool.join()
