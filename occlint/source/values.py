@@ -242,21 +242,31 @@ def _template_parameter(ctx: Context, fn, name: bytes, depth, trace) -> set[int]
     if name not in names:
         return None
     index = names.index(name)
-    decl = function_declarator(fn)
-    ident = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
+    ident = _defined_name(fn)
     if ident is None:
         return None
 
     def argument(call):
-        f = call.child_by_field_name("function")
-        while f is not None and f.type == "qualified_identifier":
-            f = f.child_by_field_name("name")
-        targs = exprs(f.child_by_field_name("arguments")) \
-            if f is not None and f.type == "template_function" else []
+        targs = _written_template_args(call)
         if len(targs) <= index or fn.start_byte <= call.start_byte < fn.end_byte:
             return None         # deduced, defaulted, or the template calling itself
         return targs[index]
     return _over_calls(ctx, ident.text, argument, depth, trace)
+
+
+def _defined_name(fn):
+    """The identifier naming function definition `fn`, or None."""
+    decl = function_declarator(fn)
+    return declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
+
+
+def _written_template_args(call) -> list:
+    """The template arguments a call writes (`ns::f<128, 4>(...)`); [] when it writes none."""
+    f = call.child_by_field_name("function")
+    while f is not None and f.type == "qualified_identifier":
+        f = f.child_by_field_name("name")
+    return exprs(f.child_by_field_name("arguments")) \
+        if f is not None and f.type == "template_function" else []
 
 
 def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
@@ -272,19 +282,14 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
     needed = sum(p.type not in ("optional_parameter_declaration",
                                 "optional_type_parameter_declaration")
                  for p in (plist.named_children if plist is not None else ()))
-    decl = function_declarator(fn)
-    ident = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
+    ident = _defined_name(fn)
     if ident is None:
         return None
     out = []
     for call in _calls(ctx, ident.text):
         if fn.start_byte <= call.start_byte < fn.end_byte:
             return None                 # the template calling itself
-        f = call.child_by_field_name("function")
-        while f is not None and f.type == "qualified_identifier":
-            f = f.child_by_field_name("name")
-        targs = exprs(f.child_by_field_name("arguments")) \
-            if f is not None and f.type == "template_function" else []
+        targs = _written_template_args(call)
         if len(targs) < needed:
             return None
         scope = ctx.scope_of(call.start_byte)
