@@ -26,6 +26,8 @@ def class_constants(ctx, scope: int | None, head: bytes, at=None):
 
 
 def _find(ctx, scope, head, at):
+    from occlint.source.context import _template_parameters
+
     target = None
     if at is not None and at.type == "qualified_identifier":
         written = at.child_by_field_name("scope")
@@ -45,14 +47,11 @@ def _find(ctx, scope, head, at):
     if found is None:
         return None
     template, body = found
-    params, defaults = [], []
+    params = _template_parameters(template) if template is not None else []
     plist = template.child_by_field_name("parameters") if template is not None else None
-    for p in plist.named_children if plist is not None else ():
-        n = p.child_by_field_name("declarator") or p.child_by_field_name("name")
-        params.append(n.text if n is not None and n.type in ("identifier", "type_identifier")
-                      else b"")
-        defaults.append(p.child_by_field_name("default_value")
-                        if p.type == "optional_parameter_declaration" else None)
+    defaults = [p.child_by_field_name("default_value")
+                if p.type == "optional_parameter_declaration" else None
+                for p in (plist.named_children if plist is not None else ())]
     if len(args) > len(params):
         return None
     return tuple(params), tuple(defaults), tuple(args), _members(ctx, body)
