@@ -127,14 +127,16 @@ def fingerprint(names: list[str], out: str, depfile: str, cwd: str, tmp: str) ->
 
 def _included_beside(path: str, files: list[str]) -> bool:
     """Does one of `files` (all in `path`'s folder) `#include "..."` a name `path` ends with?"""
+    from occlint.toolchain.includers import quoted_includes
+
     for f in files:
         try:
             with open(f, "rb") as fh:
                 data = fh.read(1 << 22)
         except OSError:
             return True             # unreadable: assume it might
-        for m in re.finditer(rb'#\s*include\s*"([^"\n]+)"', data):
-            name = m.group(1).decode("utf-8", "surrogateescape")
+        for written in quoted_includes(data):
+            name = written.decode("utf-8", "surrogateescape")
             if os.path.normpath(os.path.join(os.path.dirname(f), name)) == path:
                 return True
     return False
