@@ -1063,6 +1063,18 @@ def test_a_launch_macro_used_inside_other_macros_is_read_at_the_outer_uses():
     assert got == [("sum_f32_kernel", ("(128)",), 1024, None, 6)]
 
 
+def test_macros_that_name_each_other_are_read_once_per_use():
+    # `A` expands to `B`, whose body uses `A` again (the preprocessor does not expand it twice):
+    # the reading of outer uses recursed without end and the file's whole model was lost
+    text = ("template <int N> __global__ void k(int n) {}\n"
+            "#define A(x) B(x)\n"
+            "#define B(x) A(x) k<x><<<1, x>>>(0);\n"
+            "void f() { A(128); }\n")
+    got = [(la.callee, la.template_args, la.block.total, la.span.line)
+           for la in parse(text).launches]
+    assert got == [("k", ("128",), 128, 4)]
+
+
 def test_a_typedef_in_a_dead_branch_does_not_size_an_array():
     # xmrig's hash.hpp: `#if ... typedef unsigned char exec_t; #else typedef unsigned short
     # exec_t; #endif` sized a __shared__ array from the dead branch (16 KiB, ptxas 8 KiB); two

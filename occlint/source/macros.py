@@ -105,9 +105,7 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
 
     from occlint.link import template_arg
 
-    params = node.child_by_field_name("parameters")
-    names = [p.text for p in params.named_children if p.type == "identifier"] \
-        if params is not None else []
+    names = _parameter_names(node)
     if not names or la.kind != "chevron":
         return None
     data = ctx.data
@@ -145,10 +143,14 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
 def _uses(ctx: Context, name: bytes) -> list:
     """(start, end, argument texts, the name's node) of each use `NAME(...)` of a function-like
     macro in the file's live code, found in the text (tree-sitter reads `M(float, n)` as no
-    call): not in a comment, a string or a `#define`, its arguments split at top-level commas."""
+    call): not in a comment, a string or a `#define`, its arguments split at top-level commas.
+    Memoized on the context (each launch of a macro's body reads its uses)."""
     from occlint.source.context import word_starts
     from occlint.source.kernels import split_args
 
+    memo = ctx.__dict__.setdefault("_macro_uses", {})
+    if name in memo:
+        return memo[name]
     data, out = ctx.data, []
     for start in word_starts(data, name, 0, len(data)):
         at = ctx.tree.root_node.descendant_for_byte_range(start, start + len(name))
@@ -163,17 +165,30 @@ def _uses(ctx: Context, name: bytes) -> list:
             i += 1
         if i >= len(data) or data[i] != 40:         # (
             continue
-        depth, j = 0, i
-        while j < len(data):
-            depth += (data[j] == 40) - (data[j] == 41)      # ( )
-            if depth == 0:
-                break
-            j += 1
-        if j >= len(data):
+        j = _closing(data, i)
+        if j is None:
             continue
         args = split_args(data[i + 1:j])   # at top-level commas, as the preprocessor does
         out.append((start, j + 1, [b"".join(a.split()) for a in args], at))
+    memo[name] = out
     return out
+
+
+def _closing(data: bytes, i: int) -> int | None:
+    """The index of the `)` that closes the `(` at `i`; None when none does."""
+    depth = 0
+    for j in range(i, len(data)):
+        depth += (data[j] == 40) - (data[j] == 41)          # ( )
+        if depth == 0:
+            return j
+    return None
+
+
+def _parameter_names(node) -> list[bytes]:
+    """The named parameters of a function-like `#define` (`...` left out)."""
+    params = node.child_by_field_name("parameters")
+    return [p.text for p in params.named_children if p.type == "identifier"] \
+        if params is not None else []
 
 
 def _in_force(ctx: Context, name: bytes, start: int) -> tuple[int, int]:
@@ -190,45 +205,45 @@ def _in_force(ctx: Context, name: bytes, start: int) -> tuple[int, int]:
     return start, len(ctx.data)
 
 
-def _nested_uses(ctx: Context, name: bytes, depth: int = 0) -> list:
+def _nested_uses(ctx: Context, name: bytes, chain: tuple = ()) -> list:
     """`_uses` of macro `name` written in the body of another function-like macro of the file
     (LeetCUDA: `#define BIND(t) ... case 128: LAUNCH(128, t) break; ...`, then `BIND(f32)`):
     one per use of that outer macro, at it, with the outer arguments put into the inner ones
     and the outer body's locals (`_body_locals`, bound the same way) as a fifth item; an outer
     macro used in a third one's body in turn (three levels: LeetCUDA's TORCH_BINDING_REDUCE ->
-    DISPATCH_REDUCE_KERNEL -> LANUCH_REDUCE_KERNEL)."""
+    DISPATCH_REDUCE_KERNEL -> LANUCH_REDUCE_KERNEL). `chain`: the macros already read on the
+    way out, skipped (macros that name each other). Memoized on the context."""
     from occlint.source.kernels import split_args
 
+    memo = ctx.__dict__.setdefault("_nested_macro_uses", {})
+    if (name, chain) in memo:
+        return memo[name, chain]
     out = []
     for node in ctx.caps.get("fdef", ()):
         outer, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-        params = node.child_by_field_name("parameters")
-        if outer is None or value is None or params is None or outer.text == name or \
-                name not in value.text or ctx.dead(node):
+        if outer is None or value is None or node.child_by_field_name("parameters") is None or \
+                outer.text == name or outer.text in chain or name not in value.text or \
+                ctx.dead(node):
             continue
-        names = [p.text for p in params.named_children if p.type == "identifier"]
+        names = _parameter_names(node)
         inner = []
         body = value.text.replace(b"\\\n", b" ")
         for m in re.finditer(rb"\b" + re.escape(name) + rb"\s*\(", body):
-            depth, j = 0, m.end() - 1
-            while j < len(body):
-                depth += (body[j] == 40) - (body[j] == 41)
-                if depth == 0:
-                    break
-                j += 1
-            if j < len(body):
+            j = _closing(body, m.end() - 1)
+            if j is not None:
                 inner.append(split_args(body[m.end():j]))
         if not inner:
             continue
         local = _body_locals(body)
         uses = [*_uses(ctx, outer.text),
-                *(_nested_uses(ctx, outer.text, depth + 1) if depth < 2 else ())]
+                *(_nested_uses(ctx, outer.text, (*chain, name)) if len(chain) < 2 else ())]
         for start, end, args, at, *deeper in uses:
             bind = dict(zip(names, args, strict=False))
             mine = {**(deeper[0] if deeper else {}),                  # the outer bodies' locals
                     **{k: _bound(v, bind) for k, v in local.items()}}
             out += [(start, end, [b"".join(_pasted(_bound(a, bind)).split()) for a in use], at,
                      mine) for use in inner]
+    memo[name, chain] = out
     return out
 
 
