@@ -251,11 +251,6 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     views = source_views([*cuda, *included], config, report.includes if report is not None else None)
     result.config = config
     inputs = []
-    failed: dict[str, frozenset[str]] = {}      # a unit -> the archs its own compile failed for
-    for err in report.errors if report is not None else ():
-        if err.unit and err.arch:
-            key = os.path.realpath(err.unit)
-            failed[key] = failed.get(key, frozenset()) | {err.arch}
     lent: dict[str, tuple[list[Usage], list[Usage]]] = {}    # path -> (its own, borrowed)
     for path in cuda:
         own = usage_of(path, usage, report, all_usage)
@@ -265,7 +260,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
         file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
         inputs.append((path, file_usage, file_config, errors_by_file.get(path, ()),
-                       failed.get(os.path.realpath(path), frozenset())))
+                       report.failed_archs(path) if report is not None else frozenset()))
     cache = reuse and report is not None and report.cache
     if cache:
         from occlint import results

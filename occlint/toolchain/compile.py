@@ -72,6 +72,19 @@ class UsageReport:
         """Real paths of the units whose compile failed and of the files their errors name."""
         return frozenset(os.path.realpath(p) for e in self.errors for p in (e.unit, e.path) if p)
 
+    @functools.cached_property
+    def _failed_archs(self) -> dict[str, frozenset[str]]:
+        out: dict[str, frozenset[str]] = {}
+        for e in self.errors:
+            if e.unit and e.arch:
+                key = os.path.realpath(e.unit)
+                out[key] = out.get(key, frozenset()) | {e.arch}
+        return out
+
+    def failed_archs(self, path: str) -> frozenset[str]:
+        """The archs unit `path`'s own compile failed for."""
+        return self._failed_archs.get(os.path.realpath(path), frozenset())
+
     def archs_of(self, path: str) -> tuple[str, ...]:
         """The archs `path` was compiled for: its own, or for a header its includers'."""
         if path in self.unit_archs:
