@@ -399,6 +399,11 @@ def _instance_bounds(kf: KernelFacts, u: Usage) -> LaunchBounds | None:
     return bounds
 
 
+def _bounds_site(kf, arch: str, u, lb, block: int) -> Site:
+    """The kernel at `block` threads under bounds `lb` (no launch, no dynamic shared memory)."""
+    return Site(kf, arch, block, 0, None, u, u.static_smem, lb, kf.kernel.span, "")
+
+
 def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
     """OCC012 when a register cap (the cubin's, else the source's) binds the spilling
     instantiation; OCC011 otherwise."""
@@ -430,14 +435,12 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                         # the block size alone sets the cap (ccminer's `__launch_bounds__(1024,
                         # 1)`): no looser cap exists for it, a smaller block gives more
                         half = lb.max_threads // 2 // 32 * 32 or 32
-                        site = Site(kf, arch, half, 0, None, u, u.static_smem, lb, kf.kernel.span, "")
-                        regs = max_registers(site, 1) or 0
+                        regs = max_registers(_bounds_site(kf, arch, u, lb, half), 1) or 0
                         if regs > u.registers:
                             values.update(threads=lb.max_threads, half=half, half_regs=regs)
                             variant = "block"
                     if eff.cause == "bounds" and lb.min_blocks and lb.min_blocks > 1:
-                        site = Site(kf, arch, lb.max_threads, 0, None, u, u.static_smem, lb,
-                                    kf.kernel.span, "")
+                        site = _bounds_site(kf, arch, u, lb, lb.max_threads)
                         # the next step down in blocks/SM that really gives more registers
                         for looser in range(lb.min_blocks - 1, 0, -1):
                             regs = max_registers(site, looser) or 0
