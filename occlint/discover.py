@@ -14,10 +14,10 @@ import os
 import re
 from pathlib import Path
 
-from occlint.buildfiles import is_build_file
+from occlint.buildfiles import BUILD_NAMES, BUILD_SUFFIXES, is_build_file
 from occlint.errors import OcclintError
 from occlint.files import read_regular
-from occlint.python import is_python, names_a_framework
+from occlint.python import PY_SUFFIXES, is_python, names_a_framework
 
 # The one home of these lists: discovery, the compiler, the engine and the language server read them.
 UNIT_SUFFIXES = (".cu",)                                 # compiled by nvcc on their own
@@ -28,6 +28,8 @@ CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")     # CUDA units where a da
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
              ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              "CMakeFiles", "_deps"}      # CMake's generated files and fetched dependencies
+# every name discovery may want ends so (or is a build file's name): others are skipped unread
+_SUFFIXES = HEADER_SUFFIXES + UNIT_SUFFIXES + CPP_SUFFIXES + BUILD_SUFFIXES + PY_SUFFIXES
 
 
 def is_cuda(path: str) -> bool:
@@ -73,9 +75,14 @@ class GitIgnore:
             self.rules.append((os.path.abspath(folder), _rule_test(line), negate, dir_only))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
+        return self.ignored_at(os.path.abspath(path), os.path.basename(path), is_dir)
+
+    def ignored_at(self, full: str, name: str, is_dir: bool) -> bool:
+        """`ignored` for an absolute, normalized `full` path whose last part is `name`."""
+        if not self.rules:
+            return False
         result = False
-        full = os.path.abspath(path)
-        name = os.path.normcase(os.path.basename(path))
+        name = os.path.normcase(name)
         last, rel = None, None          # a .gitignore's rules are consecutive: one _below each
         for base, test, negate, dir_only in self.rules:
             if dir_only and not is_dir:
@@ -189,15 +196,19 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
         for folder, dirs, files in os.walk(given):
             if folder != given:
                 ignore.add_file(folder)
+            full = os.path.abspath(folder)      # once per folder, not per entry
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
-                             and not ignore.ignored(os.path.join(folder, d), True)
+                             and not ignore.ignored_at(os.path.join(full, d), d, True)
                              and not excluded(os.path.join(folder, d), config))
             for name in sorted(files):
+                if not name.endswith(_SUFFIXES) and name not in BUILD_NAMES:
+                    continue                    # no kind: not joined, stat'ed or read
                 path = os.path.join(folder, name)
                 kind = _wanted(path, config) or ("python" if python is not None and
                                                  is_python(path) and names_a_framework(path)
                                                  else None)
-                if kind and not ignore.ignored(path, False) and not excluded(path, config):
+                if kind and not ignore.ignored_at(os.path.join(full, name), name, False) \
+                        and not excluded(path, config):
                     add(os.path.normpath(path), kind)
     return cuda, builds
 

@@ -108,6 +108,7 @@ class Database:
         self.raw = raw
         self.entries: dict[str, Entry] = _Entries()    # real path -> first entry (as clangd)
         folders: dict[str, str] = {}
+        self.real_paths = folders       # files.real_path's memo, kept for lookups of this tree
         for item in raw:
             directory = str(item.get("directory", "."))
             source = str(item.get("file", ""))
@@ -281,7 +282,7 @@ def compiled_as_cuda(path: str, config: Config) -> bool:
     -c main.cpp`: CMake's `LANGUAGE CUDA` on a .cpp, miniBUDE, cuda_memtest; clang's `-x
     cuda`)? The one home of "a C++ source is a CUDA unit" (discover.is_unit asks it)."""
     db = database_for(path, config)
-    entry = db.entries.get(os.path.realpath(path)) if db is not None else None
+    entry = db.entries.get(real_path(path, db.real_paths)) if db is not None else None
     return entry is not None and cuda_language(entry.arguments)
 
 
