@@ -1075,6 +1075,20 @@ def test_macros_that_name_each_other_are_read_once_per_use():
     assert got == [("k", ("128",), 128, 4)]
 
 
+def test_a_comment_inside_a_macro_body_keeps_its_token_paste():
+    # LeetCUDA: a `/* */` inside a whole-function macro makes tree-sitter's define an ERROR, so
+    # the body is read from its text; there `k_##t` bound `#t` (a stringified name) and pasted
+    # `k_t`, a kernel nobody defines
+    text = ("template <int NT> __global__ void k_a(float *x) { x[threadIdx.x] = NT; }\n"
+            "#define BIND(t, n)                              \\\n"
+            "  void run_##t(float *x, int N) {               \\\n"
+            "    k_##t<256 / (n)><<<N, 256 / (n)>>>(x);  /* direct */  \\\n"
+            "  }\n"
+            "BIND(a, 4)\n")
+    got = [(la.callee, la.template_args, la.block.total) for la in parse(text).launches]
+    assert got == [("k_a", ("256 / (4)",), 64)]
+
+
 def test_a_typedef_in_a_dead_branch_does_not_size_an_array():
     # xmrig's hash.hpp: `#if ... typedef unsigned char exec_t; #else typedef unsigned short
     # exec_t; #endif` sized a __shared__ array from the dead branch (16 KiB, ptxas 8 KiB); two

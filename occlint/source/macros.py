@@ -276,7 +276,8 @@ def _at_use(ctx: Context, reader: LaunchReader, call, la, bind: dict, scope, loc
 
 
 _NAME = re.compile(rb"[A-Za-z_]\w*")
-_STRINGIFIED_OR_NAME = re.compile(rb"#?[A-Za-z_]\w*")    # `#f` stays: a string of the name
+# `#f` stays (a string of the name); `##` is matched whole, so `k_##t` binds `t`, not `#t`
+_STRINGIFIED_OR_NAME = re.compile(rb"##|#?[A-Za-z_]\w*")
 
 
 def _bound(text: bytes, bind: dict, names: re.Pattern = _NAME) -> bytes:
