@@ -125,15 +125,14 @@ import os, sys, tempfile, time
 from occlint.process import fork_map
 
 parent = os.getpid()
-mark = os.path.join(tempfile.mkdtemp(), "copy-ran")
+folder = tempfile.mkdtemp()
 
-def slow(n):                # here, the first item waits (10 s at most) until the copy has done
-    if os.getpid() == parent:   # one: a loaded host may start it late (CI: all 8 were here)
-        end = time.monotonic() + 10 if n == 0 else 0
-        while not os.path.exists(mark) and time.monotonic() < end:
-            time.sleep(0.01)
-    else:
-        open(mark, "a").close()
+def slow(n):    # an item waits (10 s at most) until the other process has taken one too: a
+    me, other = ("parent", "copy") if os.getpid() == parent else ("copy", "parent")
+    open(os.path.join(folder, me), "a").close()     # loaded host may start either late (CI:
+    end = time.monotonic() + 10                     # all 8 here; here: all 8 in the copy)
+    while not os.path.exists(os.path.join(folder, other)) and time.monotonic() < end:
+        time.sleep(0.01)
     return [n, os.getpid()]
 
 got = fork_map(slow, list(range(8)), 2)
@@ -148,8 +147,9 @@ def fails_in_copy_at_three(n):
 
 assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
 assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]
-os.remove(mark)
-os.rmdir(os.path.dirname(mark))
+for name in os.listdir(folder):
+    os.remove(os.path.join(folder, name))
+os.rmdir(folder)
 print("ok")
 """
 
