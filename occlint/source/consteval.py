@@ -43,6 +43,27 @@ def exprs(node) -> list:
     return [c for c in node.named_children if c.type != "comment"]
 
 
+def declarator_name(node):
+    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`, `(*k)(int)`), or None."""
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        if node.type == "parenthesized_declarator":
+            node = node.named_children[0] if node.named_child_count else None
+        else:
+            node = node.child_by_field_name("declarator")
+    return node
+
+
+def qualifiers(decl) -> set[bytes]:
+    """`const`, `constexpr`, `static`, `extern`, `__shared__`, ... on a declaration."""
+    out = set()
+    for c in decl.children:
+        if c.type in ("type_qualifier", "storage_class_specifier"):
+            out.add(c.text.strip())
+        elif c.type == "__global__":
+            out.add(b"__global__")
+    return out
+
+
 _BUILTIN_DIM3 = frozenset((b"threadIdx", b"blockIdx", b"blockDim", b"gridDim"))   # not locals
 
 
@@ -292,6 +313,8 @@ class Env:
             return self._sizeof(node, bind)
         if t == "call_expression":
             return self._call(node, scope, bind)
+        if t == "subscript_expression":         # `SIZES[1]` of `const int SIZES[] = {...}`
+            return self._element(node, scope, bind)
         if t == "char_literal" and node.named_child_count == 1:
             c = node.named_children[0]
             return c.text[0] if c.type == "character" and len(c.text) == 1 else None
@@ -488,6 +511,45 @@ class Env:
         finally:
             self._active.discard(key)
         return v
+
+    def _element(self, node, scope, bind):
+        index = node.child_by_field_name("indices")
+        index = exprs(index) if index is not None else []
+        items, at = self.array_elements(node.child_by_field_name("argument"), scope, True) or \
+            ([], None)
+        i = self.value(index[0], scope, bind) if len(index) == 1 and items else None
+        if i is None or not 0 <= i < len(items):
+            return None
+        return self.value(items[i], at, bind)
+
+    def array_elements(self, node, scope, constant: bool = False) -> tuple[list, int | None] | None:
+        """(the element expressions, the scope they are read in) of the array `node` names: a
+        local of the function at `scope` declared once with an initializer list and never
+        assigned as a whole (with `constant`, only a `const` or `constexpr` one), or a
+        file-scope constant array."""
+        if node is None or node.type != "identifier":
+            return None
+        init = None
+        local = self.local(scope, node.text) if scope is not None else None
+        if local is not None:
+            if len(local.decls) != 1 or local.whole_written:
+                return None
+            decl = local.decls[0][1]
+            if decl.type == "declaration":      # `int a[] = {...}`: the declarator is an array's
+                decl = next((d for d in decl.children_by_field_name("declarator")
+                             if d.type == "init_declarator" and
+                             getattr(declarator_name(d), "text", None) == node.text), decl)
+            if decl.type == "init_declarator" and (not constant or (
+                    decl.parent is not None and qualifiers(decl.parent) & {b"const", b"constexpr"})):
+                init = decl.child_by_field_name("value")
+        else:
+            defs = self.globals.get(node.text, [])
+            if len(defs) == 1:
+                init = defs[0][1]
+        if init is None or init.type != "initializer_list" or \
+                any(c.type == "initializer_pair" for c in init.named_children):
+            return None
+        return exprs(init), scope if local is not None else None
 
     def _class_member(self, name, plain, scope, bind, at):
         """`Ktraits::kNThreads`: a static constant of a class (template) the file defines, its

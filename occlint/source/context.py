@@ -8,7 +8,13 @@ from collections.abc import Iterable
 
 from occlint.source import types
 from occlint.source.classes import class_constants
-from occlint.source.consteval import Env, Local, exprs
+from occlint.source.consteval import (  # noqa: F401 (declarator_name, qualifiers: theirs)
+    Env,
+    Local,
+    declarator_name,
+    exprs,
+    qualifiers,
+)
 from occlint.source.grammar import file_captures, parser
 from occlint.source.preproc import Scan, View, scan
 from occlint.source.text import Text
@@ -16,15 +22,6 @@ from occlint.source.text import Text
 _SCOPE_TYPES = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier"}
 
 
-def qualifiers(decl) -> set[bytes]:
-    """`const`, `constexpr`, `static`, `extern`, `__shared__`, ... on a declaration."""
-    out = set()
-    for c in decl.children:
-        if c.type in ("type_qualifier", "storage_class_specifier"):
-            out.add(c.text.strip())
-        elif c.type == "__global__":
-            out.add(b"__global__")
-    return out
 
 
 def ancestors(root, node) -> list:
@@ -76,16 +73,6 @@ def function_declarator(fn):
     while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
         decl = decl.child_by_field_name("declarator")
     return decl if decl is not None and decl.type == "function_declarator" else None
-
-
-def declarator_name(node):
-    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`, `(*k)(int)`), or None."""
-    while node is not None and node.type not in ("identifier", "field_identifier"):
-        if node.type == "parenthesized_declarator":
-            node = node.named_children[0] if node.named_child_count else None
-        else:
-            node = node.child_by_field_name("declarator")
-    return node
 
 
 class HeaderBacked(dict):

@@ -52,7 +52,7 @@ def _values(ctx: Context, node, scope, depth, bind, trace) -> set[int] | None:
         b = _values(ctx, node.child_by_field_name("alternative"), scope, depth, bind, trace)
         return None if a is None or b is None else a | b
     if t == "subscript_expression":
-        found = _array(ctx, node.child_by_field_name("argument"), scope)
+        found = _array(ctx, node, scope)
         if found is not None and len(found) > 1:
             trace.add("array")
         return found
@@ -157,32 +157,20 @@ def _binary(op: bytes, a: int, b: int) -> int | None:
 
 
 def _array(ctx: Context, node, scope) -> set[int] | None:
-    """The elements of a constant array named by `node` (a local or a file-scope array)."""
-    if node is None or node.type != "identifier":
+    """The elements of a constant array (a local or a file-scope array) subscripted by `node`:
+    the one a constant index names, else every one (a sweep: `sizes[i]`)."""
+    found = ctx.env.array_elements(node.child_by_field_name("argument"), scope)
+    if found is None:
         return None
-    init = None
-    local = ctx.local(scope, node.text) if scope is not None else None
-    if local is not None:
-        if len(local.decls) != 1 or local.whole_written:
-            return None
-        decl = local.decls[0][1]
-        if decl.type == "declaration":      # `int a[] = {...}`: the declarator is an array's
-            decl = next((d for d in decl.children_by_field_name("declarator")
-                         if d.type == "init_declarator" and
-                         getattr(declarator_name(d), "text", None) == node.text), decl)
-        if decl.type == "init_declarator":
-            init = decl.child_by_field_name("value")
-    else:
-        defs = ctx.env.globals.get(node.text, [])
-        if len(defs) == 1:
-            init = defs[0][1]
-    if init is None or init.type != "initializer_list":
-        return None
+    items, at = found
+    index = node.child_by_field_name("indices")
+    index = exprs(index) if index is not None else []
+    i = ctx.env.value(index[0], scope) if len(index) == 1 else None
+    if i is not None:
+        items = items[i:i + 1] if 0 <= i < len(items) else []
     out = set()
-    for item in init.named_children:
-        if item.type == "comment":
-            continue
-        v = ctx.env.value(item, scope)
+    for item in items:
+        v = ctx.env.value(item, at)
         if v is None:
             return None
         out.add(v)
@@ -286,10 +274,14 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
     if ident is None:
         return None
     out = []
+    overloaded = any(f is not fn and (d := _defined_name(f)) is not None and d.text == ident.text
+                     for _s, _e, f in ctx.funcs)
     for call in _calls(ctx, ident.text):
         if fn.start_byte <= call.start_byte < fn.end_byte:
             return None                 # the template calling itself
         targs = _written_template_args(call)
+        if overloaded and targs and not needed <= len(targs) <= len(names):
+            continue                    # another overload's (causal_product's `lmha<E, G>`)
         if len(targs) < needed:
             return None
         scope = ctx.scope_of(call.start_byte)
