@@ -571,7 +571,8 @@ def dynamic_shared_memory_without_opt_in(facts: Facts) -> Iterator[Hit]:
         call = (f"{indentation(facts.text, launch.span.start)}cudaFuncSetAttribute({callee_text(launch)}, "
                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {site.dynamic_smem});\n")
         fix = FixSpec((Edit(call, span_of(facts, at, at)),), "safe", values)
-        if opted or launch.choices or not own_statement(facts.text, launch.span.start, launch.span.end):
+        if opted or launch.choices or launch.bindings or \
+                not own_statement(facts.text, launch.span.start, launch.span.end):
             fix = None    # an existing call to raise, several sizes, or no line of its own to add
         yield Hit("OCC022", launch_arg(launch, 2), values, "too_small" if opted else "message",
                   None, k.qualname, fix, ())

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from occlint import link
 from occlint.config import Config
 from occlint.model import (
     CompileError,
+    Dim3,
     Kernel,
     Launch,
     LaunchBounds,
@@ -379,6 +380,29 @@ def used_elements(decl: SharedDecl, largest_block: int | None) -> int | None:
     return used
 
 
+def _configurations(launches) -> Iterator[tuple[Launch, list[tuple[int, int]], tuple[str, ...]]]:
+    """(launch, the (block, dynamic smem) pairs to evaluate it at, its template arguments for
+    a label) for each launch: its one configuration, its few `choices`, or per binding of its
+    launching template (`bindings`) the launch with that binding's template values, its one
+    pair, and its arguments as values (`k<W>` bound to 4: `k<4>`). No pairs when unknown."""
+    for launch in launches:
+        if launch.runtime_block:
+            yield launch, [], launch.template_args
+        elif launch.block.total is not None and launch.dynamic_smem is not None:
+            yield launch, [(launch.block.total, launch.dynamic_smem)], launch.template_args
+        elif launch.choices:            # one of a few values: each is evaluated
+            yield launch, list(launch.choices), launch.template_args
+        elif launch.bindings:           # its text is shared by the instantiations: no edits
+            for values, block, dyn in launch.bindings:
+                one = replace(launch, template_values=values, block=Dim3(block, 1, 1, launch.block.text),
+                              dynamic_smem=dyn, arg_spans=())     # (`bindings` kept: no edits)
+                written = tuple(a if v is None else str(v)
+                                for a, v in zip(launch.template_args, values, strict=False))
+                yield one, [(block, dyn)] if dyn is not None else [], written
+        else:
+            yield launch, [], launch.template_args
+
+
 def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
     if kf.static_over_limit is not None:
         return
@@ -393,20 +417,14 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
                      and isinstance(a.value, int) and 0 <= a.value <= 100), None)
     evaluated = False
     known_blocks: list[int] = []     # launches with a constant block, unknown dynamic smem
-    for launch in kf.launches:
-        if launch.runtime_block:
-            continue
-        if launch.block.total is not None and launch.dynamic_smem is not None:
-            configs = [(launch.block.total, launch.dynamic_smem)]
-        elif launch.choices:            # one of a few values: each is evaluated
-            configs = list(launch.choices)
-        else:
-            if launch.block.total is not None:   # a constant block, unknown dynamic smem
-                known_blocks.append(launch.block.total)
+    unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
+                         for a in attrs)
+    for launch, configs, written in _configurations(kf.launches):
+        if not configs:
+            if launch.block.total is not None and not launch.runtime_block:
+                known_blocks.append(launch.block.total)   # a constant block, unknown dynamic smem
             continue
         evaluated = True
-        unknown_opt_in = any(a.attribute == "MaxDynamicSharedMemorySize" and not isinstance(a.value, int)
-                             for a in attrs)
         # the instantiation it runs; of a launch whose template arguments are partly unknown
         # here (`k<T, 256>` in `template <class T> void run()`), each one it may run
         found = link.instantiations(kf.usages.get(arch, []), k, launch)
@@ -416,7 +434,7 @@ def _sites(facts: Facts, kf: KernelFacts, arch: str) -> Iterator[Site]:
             eff = effective_bounds(k, bounds, u, arch, facts.global_cap)
             bounds = eff.launch_bounds()
             static = u.static_smem if u else static_total(kf, shared)
-            label = instance_label(k, launch.template_args if len(found) < 2 else u.template_args)
+            label = instance_label(k, written if len(found) < 2 else u.template_args)
             for block, dyn in configs:
                 # an opt-in below the launch's need is OCC022's finding; evaluate as if enough
                 max_dyn = opt_in if opt_in is not None and opt_in >= dyn else None

@@ -145,6 +145,11 @@ class Launch:
     # every (block total, dynamic smem bytes) pair the launch may take; () otherwise
     choices: tuple[tuple[int, int], ...] = ()
     sweep: bool = False       # the choices walk a constant array of 3+ block sizes (a benchmark)
+    # a launch in a template function whose calls in the file bind its block size, one value
+    # per instantiation of the kernel (`k<W><<<g, W * 32>>>` in `launch<W>`, called with 4 and
+    # 8): (the kernel's template values, block total, dynamic smem or None) per binding. The
+    # launch a Site evaluates for one binding keeps them: its text is shared, so no edits
+    bindings: tuple[tuple[tuple[int | None, ...], int, int | None], ...] = ()
     dispatch: bool = False    # the block is one `case` of a `switch` on it (a size dispatch)
     computed: bool = False    # the block comes from a call of a function of the file (iDivUp(w, 16))
     argc: int | None = None   # the kernel's arguments (a chevron launch): picks an overload

@@ -189,3 +189,24 @@ def test_a_cascade_of_compile_errors_is_its_first_ten_and_a_count():
     assert len(got) == 10 and got[0].endswith('"undefined_0" is undefined')
     assert got[-1].endswith('"undefined_9" is undefined (and 4 more nvcc errors in this file; '
                             "the first ones often cause the rest)")
+
+
+def test_a_block_bound_per_call_of_the_launching_template_is_evaluated_per_instantiation():
+    # how-to-optim's causal_product: `k<E, WARPS><<<g, WARPS * 32>>>` in a template called as
+    # launch<4>, launch<8>, launch<16>: each instantiation at its own block (k<16> at 512 over
+    # its bounds), never crossed; the launch's text is shared, so no edits
+    text = ("template <int W>\n__global__ void __launch_bounds__(256) k(float *x) {\n"
+            "  extern __shared__ float s[];\n  s[threadIdx.x] = x[threadIdx.x];\n"
+            "  x[blockIdx.x * W * 32 + threadIdx.x] = s[0];\n}\n"
+            "template <int W>\nvoid launch(float *x, int grid) {\n"
+            "  k<W><<<grid, W * 32, W * 16384>>>(x);\n}\n"
+            "void pick(float *x, int g, int m) { if (m) launch<4>(x, g); else launch<16>(x, g); }\n")
+    usage = [Usage("k", "sm_90", 8, template_args=("4",), max_threads=256),
+             Usage("k", "sm_90", 8, template_args=("16",), max_threads=256)]
+    findings = lint_source(text, "k.cu", usage, Config(arch=("sm_90",)))
+    got = [(f.code, f.span.line, f.kernel, f.data.get("block"), f.fix) for f in findings]
+    # k<4>: 128 threads and 64 KiB without the opt-in (OCC022, no fix: one call for every W);
+    # k<16>: 512 threads, over its __launch_bounds__(256)
+    assert [(g[0], g[1], g[3], g[4]) for g in got] == [("OCC022", 9, 128, None),
+                                                       ("OCC032", 9, 512, None)]
+    assert "`k<4>`" in findings[0].message and "`k<16>`" in findings[1].message

@@ -756,7 +756,11 @@ def test_a_block_that_is_a_template_parameter_of_the_launching_function():
     assert (sf.launches[1].block.total, sf.launches[1].template_values) == (64, (64,))
     assert why[1] == "the launch could not be matched to one compiled instantiation"
     assert why[2] == "the launch could not be matched to one compiled instantiation"
-    assert why[3].startswith("the block size `W` is a template parameter of `paired`")
+    # `paired`: one block per binding, each with its own instantiation of k (OneFlow's
+    # softmax, `lmha<E, GO_BACKWARD, 4|8|16>`): evaluated pair by pair, never crossed
+    assert sf.launches[3].bindings == (((64,), 64, 0), ((128,), 128, 0))
+    assert recs[3]["block_choices"] == [64, 128]
+    assert why[3] == "the launch could not be matched to one compiled instantiation"
     assert why[4].startswith("the block size `D` is a template parameter of `deduced`")
 
 
@@ -1128,3 +1132,36 @@ def test_a_kernel_named_through_a_macro_alias_is_that_kernel():
             "void entry(unsigned *p) { fill<64><<<1, 128>>>(p); FILL<8><<<1, 64>>>(p); }\n")
     assert [(la.callee, la.template_args) for la in parse(text).launches] == \
         [("fill_v104", ("64",)), ("fill_v104", ("8",))]
+
+
+def test_a_dim3_of_the_launching_templates_parameters_is_read_per_call():
+    # OneFlow's softmax (how-to-optim): `dim3 block_dim(W, 128 / W)` in a template called with
+    # W = 8, 16, 32: 128 threads at every call, so the launch's block is 128
+    text = ("template <int W> __global__ void k(float *x) { x[threadIdx.x] = W; }\n"
+            "template <int W> void launch(float *x, int g) {\n"
+            "  constexpr int block_size = 128;\n"
+            "  constexpr int groups = block_size / W;\n"
+            "  dim3 block_dim(W, groups);\n  k<W><<<g, block_dim>>>(x);\n}\n"
+            "void run(float *x, int g, int c) {\n"
+            "  if (c <= 8) launch<8>(x, g); else if (c <= 16) launch<16>(x, g);\n"
+            "  else launch<32>(x, g);\n}\n")
+    [la] = parse(text).launches
+    assert (la.block.total, la.bindings, la.choices) == (128, (), ())
+
+
+def test_a_constant_arrays_element_at_a_constant_index_is_that_element():
+    # gpu-mode lectures (reduced): `k<<<g, SIZES[1]>>>` of `const int SIZES[] = {1024, 256}`
+    # was "one of 256, 1024", and a kernel bounded at 256 got a false OCC032 ("the launch
+    # fails"); a local copy and a sweep over the array keep their meaning
+    text = ("__global__ void __launch_bounds__(256) k(float *x) {}\n"
+            "const int SIZES[] = {1024, 256};\n"
+            "void a(float *x, int g) { k<<<g, SIZES[1]>>>(x); }\n"
+            "void b(float *x, int g) { int bs = SIZES[1]; k<<<g, bs>>>(x); }\n"
+            "void c(float *x, int g) { constexpr int s[] = {64, 32 * 4}; k<<<g, s[1]>>>(x); }\n"
+            "void d(float *x, int g) { for (int i = 0; i < 2; ++i) k<<<g, SIZES[i]>>>(x); }\n"
+            "void e(float *x, int g) { int s[] = {64, 128}; k<<<g, s[1]>>>(x); }\n"
+            "void f(float *x, int g) { k<<<g, SIZES[2]>>>(x); }\n")
+    got = [(la.block.total, la.choices) for la in parse(text).launches]
+    # (`e`: a local array that is not const may have its elements written: not a constant)
+    assert got == [(256, ()), (256, ()), (128, ()), (None, ((256, 0), (1024, 0))), (None, ()),
+                   (None, ())]

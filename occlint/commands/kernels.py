@@ -89,7 +89,10 @@ def records(sf) -> list[dict]:
             "template_args": list(la.template_args), "template_values": list(la.template_values),
             "function": la.function, "runtime_block": la.runtime_block, "call_text": None,
             "block_template": list(la.block_template),
-            "block_choices": sorted({b for b, _smem in la.choices}),
+            "block_choices": sorted({b for b, _smem in la.choices} |
+                                    {b for _values, b, _smem in la.bindings}),
+            "bindings": [{"template_values": list(values), "block": b, "dynamic_smem": smem}
+                         for values, b, smem in la.bindings],
             "block_parameter": la.block_parameter,
         })
     for a in sf.attributes:
@@ -154,7 +157,8 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
                 "passes a constant (a call from another file is not read)")
     if r["block"] is None and not r.get("block_choices"):
         return NOT_CONSTANT.format(r["block_text"])
-    if r["dynamic_smem"] is None:
+    if r["dynamic_smem"] is None and not (r.get("block_choices") and all(
+            b["dynamic_smem"] is not None for b in r.get("bindings", ()))):
         return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
                 "constant")
     block = r["block"] if r["block"] is not None else max(r["block_choices"])   # the largest
@@ -225,7 +229,9 @@ def format_record(r: dict) -> str:
             text += f"; {plural(r['other_uses'], 'other use')}"
         return text
     if kind == "launch":
-        block = "runtime" if r["runtime_block"] else _n(r["block"])
+        block = "runtime" if r["runtime_block"] else _n(r["block"]) \
+            if r["block"] is not None or not r.get("block_choices") else \
+            "|".join(str(b) for b in r["block_choices"])         # one of these
         text = (f"{where} launch {launch_text(r)} grid={_n(r['grid'])} block={block} "
                 f"smem={_n(r['dynamic_smem'])}")
         for arch, o in sorted((r.get("occupancy") or {}).items()):

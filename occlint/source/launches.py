@@ -8,7 +8,7 @@ from dataclasses import replace
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
 from occlint.source.context import Context, declarator_name
-from occlint.source.values import config_choices, few_values, template_bindings
+from occlint.source.values import MAX_VALUES, config_choices, few_values, template_bindings
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
@@ -124,41 +124,44 @@ class LaunchReader:
 
     # --- values --------------------------------------------------------------------------------
 
-    def dim3(self, node, scope, depth: int = 0) -> Dim3:
-        """Evaluate a grid or block expression."""
+    def dim3(self, node, scope, depth: int = 0, bind=None) -> Dim3:
+        """Evaluate a grid or block expression (`bind`: template parameters' values)."""
         tx = self.ctx.tx
         text = " ".join(tx.node_text(node).split()) if node is not None else ""
         if node is None or depth > 8:
             return Dim3(None, None, None, text)
         t = node.type
         if t == "parenthesized_expression" and node.named_child_count == 1:
-            return self._with_text(self.dim3(node.named_children[0], scope, depth + 1), text)
+            return self._with_text(self.dim3(node.named_children[0], scope, depth + 1, bind),
+                                   text)
         if t == "call_expression":
             fn = node.child_by_field_name("function")
             if fn is not None and b"".join(fn.text.split()) in (b"dim3", b"::dim3"):
-                return self._components(_args(node.child_by_field_name("arguments")), scope, text)
+                return self._components(_args(node.child_by_field_name("arguments")), scope,
+                                        text, bind)
         if t == "compound_literal_expression":      # `dim3{16, 16}`; a bare `{16, 16, 1}` in
             ty = node.child_by_field_name("type")     # <<<>>> parses with an empty type
             if ty is not None and ty.text in (b"dim3", b""):
-                return self._components(_args(node.child_by_field_name("value")), scope, text)
+                return self._components(_args(node.child_by_field_name("value")), scope, text,
+                                        bind)
             return Dim3(None, None, None, text)
         if t == "initializer_list":
-            return self._components(_args(node), scope, text)
+            return self._components(_args(node), scope, text, bind)
         if t == "identifier" and scope is not None:
             local = self.env.local(scope, node.text, self.env.use_site or node)
             if local is not None and len(local.decls) == 1 and types.normalize(
                     local.decls[0][0].decode("utf-8", "replace")) == "dim3":
                 init = local.decls[0][1]
                 if init.type == "declaration" and not local.whole_written:
-                    return self._fields(local, scope, text)       # `dim3 b; b.x = 128;`
+                    return self._fields(local, scope, text, bind)   # `dim3 b; b.x = 128;`
                 if init.type not in ("init_declarator", "function_declarator") or \
                         local.whole_written:
                     return Dim3(None, None, None, text)
-                base = self._initial(init, scope, depth, text)
+                base = self._initial(init, scope, depth, text, bind)
                 if local.written:       # `dim3 t(32); k<<<g, t>>>(); t.x = 128; k<<<g, t>>>();`
-                    return self._rewritten(local, init, base, node, scope, text)
+                    return self._rewritten(local, init, base, node, scope, text, bind)
                 return base
-        v = self.env.value(node, scope)
+        v = self.env.value(node, scope, bind)
         if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
             return Dim3(_extent(v), 1, 1, text)
         return Dim3(None, None, None, text)      # maybe a dim3 we cannot see: y and z unknown
@@ -172,7 +175,7 @@ class LaunchReader:
             return False
         return types.is_integral(local.decls[0][0].decode("utf-8", "replace"))
 
-    def _fields(self, local, scope, text) -> Dim3:
+    def _fields(self, local, scope, text, bind=None) -> Dim3:
         """A dim3 declared without initializer (1, 1, 1) and set once per field."""
         if set(local.fields) - {b"x", b"y", b"z"}:
             return Dim3(None, None, None, text)
@@ -182,24 +185,26 @@ class LaunchReader:
             if len(values) > 1 or (values and values[0] is None):
                 vals.append(None)
             else:
-                vals.append(_extent(self.env.value(values[0], scope)) if values else 1)
+                vals.append(_extent(self.env.value(values[0], scope, bind)) if values else 1)
         return Dim3(vals[0], vals[1], vals[2], text)
 
-    def _initial(self, init, scope, depth: int, text: str) -> Dim3:
+    def _initial(self, init, scope, depth: int, text: str, bind=None) -> Dim3:
         """The value a dim3 local is declared with (`init`: its init_declarator, or the
         function declarator `dim3 b(BX, BY);` parses as)."""
         if init.type == "function_declarator":
             params = _args(init.child_by_field_name("parameters"))
             if any(p.type != "parameter_declaration" or
                    p.child_by_field_name("declarator") is not None for p in params):
-                return Dim3(None, None, None, text)
-            return self._components([p.child_by_field_name("type") for p in params], scope, text)
+                # (`dim3 t(sizes[1])`: the parts not given are 1)
+                return Dim3(None, *(None if i < len(params) else 1 for i in (1, 2)), text)
+            return self._components([p.child_by_field_name("type") for p in params], scope,
+                                    text, bind)
         value = init.child_by_field_name("value")
         if value is not None and value.type == "argument_list":
-            return self._components(_args(value), scope, text)
-        return self._with_text(self.dim3(value, scope, depth + 1), text)
+            return self._components(_args(value), scope, text, bind)
+        return self._with_text(self.dim3(value, scope, depth + 1, bind), text)
 
-    def _rewritten(self, local, init, base: Dim3, use, scope, text) -> Dim3:
+    def _rewritten(self, local, init, base: Dim3, use, scope, text, bind=None) -> Dim3:
         """A dim3 declared with a value and then given fields (`t.x = 128;`) by statements of
         its own block, at `use`: its value with the assignments before `use` made in order.
         Unknown when a field is assigned anywhere else (a branch, a loop) or other than by `=`."""
@@ -219,13 +224,13 @@ class LaunchReader:
                     before.append((assign.start_byte, name, value))
         got = {b"x": base.x, b"y": base.y, b"z": base.z}
         for _at, name, value in sorted(before, key=lambda b: b[0]):
-            got[name] = _extent(self.env.value(value, scope))
+            got[name] = _extent(self.env.value(value, scope, bind))
         return Dim3(got[b"x"], got[b"y"], got[b"z"], text)
 
-    def _components(self, args, scope, text) -> Dim3:
+    def _components(self, args, scope, text, bind=None) -> Dim3:
         if not 1 <= len(args) <= 3:
             return Dim3(None, None, None, text) if args else Dim3(1, 1, 1, text)
-        vals = [_extent(self.env.value(a, scope)) for a in args] + [1] * (3 - len(args))
+        vals = [_extent(self.env.value(a, scope, bind)) for a in args] + [1] * (3 - len(args))
         return Dim3(vals[0], vals[1], vals[2], text)
 
     @staticmethod
@@ -328,12 +333,24 @@ class LaunchReader:
             # every one (Rodinia's dwt2d: 128 threads paired with k<64, 8> was a false OCC032)
             choices = ()
         tvalues = self.template_values(targs, scope)
+        bindings: tuple = ()
         if b.total is None and not runtime and not choices:
-            one = self._instantiated(block, smem, targs, scope, call)
-            if one is not None:
-                b = Dim3(one[0], 1, 1, b.text)
-                dyn = dyn if dyn is not None else one[1]
-                tvalues = one[2] or tvalues
+            per, bound = self._instantiated(block, smem, targs, scope, call) or (None, ())
+            if per is not None and len({p[0] for p in per}) == 1:
+                smems, values = {p[1] for p in per}, {p[2] for p in per}
+                b = Dim3(per[0][0], 1, 1, b.text)
+                dyn = dyn if dyn is not None else (smems.pop() if len(smems) == 1 else None)
+                one = values.pop() if len(values) == 1 else ()
+                tvalues = one or tvalues
+            elif per is not None and targs:     # one block per instantiation of the kernel
+                # only when each binding names its instantiation: an argument written with a
+                # parameter the calls bind (`k<Ktraits>`, `Ktraits = Tr<kNThreads>`) but with no
+                # value would pair every block with every instantiation
+                if all(v is not None or not bound.intersection(self._template_words(a, call))
+                       for _t, _d, tv in per for a, v in zip(targs, tv, strict=False)):
+                    bindings = tuple((tv, total, d) for total, d, tv in per)
+            elif per is not None and None not in {p[1] for p in per}:
+                choices = tuple(dict.fromkeys((p[0], p[1]) for p in per))
         return Launch(
             callee=name, path=ctx.path, span=tx.node_span(call),
             grid=self.dim3(grid, scope), block=b, kind=kind,
@@ -345,11 +362,13 @@ class LaunchReader:
             config_span=tx.node_span(config) if config is not None else None,
             arg_spans=tuple(tx.node_span(a) for a in args),
             function=ctx.function_name(call.start_byte), runtime_block=runtime,
-            choices=choices, sweep="array" in trace and len({c[0] for c in choices}) >= 3,
+            choices=choices, bindings=bindings,
+            sweep="array" in trace and len({c[0] for c in choices}) >= 3,
             dispatch=dispatch, computed=computed, argc=_argc(call) if kind == "chevron" else None,
-            block_template=self._template_words(block, call) if b.total is None and not choices
-            else (),
-            block_parameter=b.total is None and not choices and self._is_parameter(block, scope),
+            block_template=self._template_words(block, call)
+            if b.total is None and not choices and not bindings else (),
+            block_parameter=b.total is None and not choices and not bindings and
+            self._is_parameter(block, scope),
         )
 
     def _unaliased(self, name: str) -> str:
@@ -363,27 +382,29 @@ class LaunchReader:
         return name
 
     def _instantiated(self, block, smem, targs, scope, call):
-        """(block size, dynamic shared memory or None, the kernel's template values or ()) of a
-        launch in a template function whose every call in the file writes its template
-        arguments (`launch<128, 4>(...)`) and, those bound, gives one block size: `using Ktraits
-        = Traits<kNThreads>;` then `k<Ktraits><<<g, Ktraits::kNThreads, kSmem>>>`, or
-        `k<BS><<<g, BS>>>` called once. The shared memory and the kernel's arguments count
-        when they too are one; None otherwise."""
+        """(block size, dynamic shared memory or None, the kernel's template values) for each
+        distinct binding of a template function's parameters at its calls in the file
+        (`launch<128, 4>(...)`), for a launch in it whose block size those bindings give:
+        `using Ktraits = Traits<kNThreads>;` then `k<Ktraits><<<g, Ktraits::kNThreads,
+        kSmem>>>`, `k<W><<<g, W * 32>>>` called as `launch<4>` and `launch<8>`, or `dim3
+        b(W, 128 / W)`. None when a call leaves the block unknown, or they give more than
+        MAX_VALUES. With them, the names of the template parameters the calls bind."""
         fn = self.ctx.function_at(call.start_byte)
-        if fn is None or block is None or not self._template_words(block, call):
+        if fn is None or block is None or not self.ctx._template_names(fn):
             return None
         binds = template_bindings(self.ctx, fn)
         if not binds:
             return None
-        totals, smems, values = set(), set(), set()
+        out = []
         for bind in binds:
-            totals.add(self.env.value(block, scope, bind))
-            smems.add(self.env.value(smem, scope, bind) if smem is not None else 0)
-            values.add(tuple(self.env.value(a, scope, bind) for a in targs))
-        if len(totals) != 1 or None in totals or min(totals) < 1:
-            return None
-        return (next(iter(totals)), next(iter(smems)) if len(smems) == 1 else None,
-                next(iter(values)) if len(values) == 1 else ())
+            total = self.dim3(block, scope, bind=bind).total
+            if total is None or total < 1:
+                return None
+            out.append((total, self.env.value(smem, scope, bind) if smem is not None else 0,
+                        tuple(self.env.value(a, scope, bind) for a in targs)))
+        out = list(dict.fromkeys(out))
+        bound = frozenset(n.decode("utf-8", "replace") for bind in binds for n in bind)
+        return (tuple(out), bound) if len(out) <= MAX_VALUES else None
 
     def _is_parameter(self, block, scope, integral: bool = False) -> bool:
         """Is the block expression a parameter of the launching function (of an integer type,
