@@ -1165,3 +1165,15 @@ def test_a_constant_arrays_element_at_a_constant_index_is_that_element():
     # (`e`: a local array that is not const may have its elements written: not a constant)
     assert got == [(256, ()), (256, ()), (128, ()), (None, ((256, 0), (1024, 0))), (None, ()),
                    (None, ())]
+
+
+def test_a_launch_macro_redefined_in_a_dead_branch_stays_in_force():
+    # pytorch3d's pulsar pattern in one file: `#ifdef __CUDACC__` a `<<<` launch macro `#else`
+    # a host loop of the same name: the dead definition ended the live one's reach, and the
+    # launch was lost
+    text = ("#ifdef __CUDACC__\n#define LAUNCH_1D(F, N, ...) F<<<((N) + 255) / 256, 256>>>(__VA_ARGS__)\n"
+            "#else\n#define LAUNCH_1D(F, N, ...) for (int i = 0; i < (N); ++i) F(__VA_ARGS__)\n"
+            "#endif\n__global__ void k(float* x, int n) { x[threadIdx.x] = 0.f; }\n"
+            "void run(float* x, int n) { LAUNCH_1D(k, n, x, n); }\n")
+    assert [(la.callee, la.block.total, la.span.line) for la in parse(text).launches] == \
+        [("k", 256, 7)]

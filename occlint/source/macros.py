@@ -194,11 +194,12 @@ def _parameter_names(node) -> list[bytes]:
 def _in_force(ctx: Context, name: bytes, start: int) -> tuple[int, int]:
     """The bytes where the `#define` of `name` at `start` is the one in force: up to the next
     `#define` or `#undef` of the name (PyTorch's indexing code redefines its launch macro; every
-    use was read with every definition, 66 of 99 launches phantoms)."""
+    use was read with every definition, 66 of 99 launches phantoms); one in a dead branch
+    (`#ifdef __CUDACC__` ... `#else` a host fallback) does not count."""
     from occlint.source.preproc import _directives
 
-    for s, _e, word, rest in _directives(ctx.data):
-        if s > start and word in (b"define", b"undef"):
+    for s, e, word, rest in _directives(ctx.data):
+        if s > start and word in (b"define", b"undef") and not ctx.pp.is_dead(s, e):
             m = _NAME.match(rest.strip())
             if m is not None and m.group(0) == name:
                 return start, s
