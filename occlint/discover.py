@@ -142,26 +142,30 @@ def excluded(path: str, config) -> bool:
     return False
 
 
-def _wanted(path: str, config=None) -> str | None:
+def _wanted(path: str, config=None, memo: dict | None = None) -> str | None:
     if is_cuda(path):
         return "cuda"
     if is_build_file(path):
         return "build"
     if config is not None and path.endswith(CPP_SUFFIXES) and is_unit(path, config):
         return "cuda"
-    if config is not None and path.endswith(HEADER_SUFFIXES) and defines_kernels(path):
+    if config is not None and path.endswith(HEADER_SUFFIXES) and defines_kernels(path, memo):
         return "cuda"
     return None
 
 
-def defines_kernels(path: str) -> bool:
-    """A C++ header (`.h`, `.hpp`, `.hh`, `.inl`) that writes `__global__`: its kernels and
-    launches are CUDA a unit includes (llama_cu_awq's gpu_kernels.h, xmrig's hash.hpp,
-    miniBUDE's fasten.hpp), linted as a `.cuh` is, through its includers."""
+def defines_kernels(path: str, memo: dict | None = None) -> bool:
+    """A C++ header (`.h`, `.hpp`, `.hh`, `.inl`) that writes `__global__`, or a macro that is
+    `__global__` from a header it includes (`uses_included_macro`, `memo` its memo): its
+    kernels and launches are CUDA a unit includes (llama_cu_awq's gpu_kernels.h, xmrig's
+    hash.hpp, miniBUDE's fasten.hpp, pytorch3d's pulsar `*.device.h`), linted as a `.cuh` is,
+    through its includers."""
+    from occlint.toolchain.includers import uses_included_macro
     try:
-        return b"__global__" in read_regular(path)
+        data = read_regular(path)
     except OSError:
         return False
+    return b"__global__" in data or uses_included_macro(path, data, memo if memo is not None else {})
 
 
 def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:
@@ -171,6 +175,7 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
     cuda: list[str] = []
     builds: list[str] = []
     seen: set = set()
+    macros: dict = {}           # a header's macros (defines_kernels), read once per discovery
 
     def add(path: str, kind: str) -> None:
         key = _identity(path)
@@ -204,7 +209,7 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                 if not name.endswith(_SUFFIXES) and name not in BUILD_NAMES:
                     continue                    # no kind: not joined, stat'ed or read
                 path = os.path.join(folder, name)
-                kind = _wanted(path, config) or ("python" if python is not None and
+                kind = _wanted(path, config, macros) or ("python" if python is not None and
                                                  is_python(path) and names_a_framework(path)
                                                  else None)
                 if kind and not ignore.ignored_at(os.path.join(full, name), name, False) \

@@ -259,6 +259,17 @@ def test_kernels_lists_a_file_that_launches_only_through_a_headers_macro(tmp_pat
     assert "other.cu" not in r.stdout
 
 
+def test_kernels_lists_a_header_written_with_a_headers_kernel_macro(tmp_path):
+    # pytorch3d's pulsar: `GLOBAL void fill(...)` (`#define GLOBAL __global__` in global.h)
+    # has none of the words the listing's filter looked for
+    (tmp_path / "global.h").write_text("#define GLOBAL __global__\n")
+    (tmp_path / "fill.device.h").write_text(
+        '#include "global.h"\ntemplate <bool D> GLOBAL void fill(float* x) { x[0] = 1; }\n')
+    r = run_cli("kernels", "--no-compile", "fill.device.h", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "fill.device.h:2:31: kernel fill<D>\n"
+
+
 def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
     # DeepSpeed: a block macro from a header occlint did not find was only "not a compile-time
     # constant"; a local or a parameter says what it is

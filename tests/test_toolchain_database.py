@@ -101,6 +101,33 @@ def test_a_cpp_header_that_writes_global_is_discovered(tmp_path):
     assert found == ["kernels.h", "plain.h", "vm.hpp"]     # (the word is the test: a comment too)
 
 
+def test_a_header_written_with_a_headers_kernel_or_launch_macro_is_discovered(tmp_path):
+    # pytorch3d's pulsar: `GLOBAL void fill(...)` with `#define GLOBAL __global__` in
+    # global.h, and launches through `LAUNCH_PARALLEL_1D` of gpu/commands.h, reached through
+    # include/commands.h: none of its 7 kernels or 10 launches was discovered
+    from occlint.discover import discover
+
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "include").mkdir()
+    (tmp_path / "global.h").write_text("#ifdef __CUDACC__\n#define GLOBAL __global__\n#else\n"
+                                       "#define GLOBAL\n#endif\n")
+    (tmp_path / "gpu" / "commands.h").write_text(
+        "#define LAUNCH_1D(F, N, TN, ...) F<<<((N) + (TN) - 1) / (TN), TN>>>(__VA_ARGS__)\n")
+    (tmp_path / "include" / "commands.h").write_text(
+        '#ifdef __CUDACC__\n#include "../gpu/commands.h"\n#else\n'
+        "#define LAUNCH_1D(F, N, TN, ...) F(__VA_ARGS__)\n#endif\n")
+    (tmp_path / "include" / "fill.device.h").write_text(
+        '#include "../global.h"\ntemplate <bool D> GLOBAL void fill(float* x) { x[0] = 1; }\n')
+    (tmp_path / "include" / "forward.device.h").write_text(
+        '#include "./commands.h"\n#include "./fill.device.h"\n'
+        "template <bool D> void forward(float* x, int n) { LAUNCH_1D(fill<D>, n, 256, x); }\n")
+    (tmp_path / "include" / "host.h").write_text('#include "../global.h"\nint GLOBALS = 1;\n')
+    found = sorted(os.path.relpath(f, tmp_path)
+                   for f in discover([str(tmp_path)], Config(root=str(tmp_path)))[0])
+    # (global.h writes the word itself; host.h names no macro of its includes)
+    assert found == ["global.h", "include/fill.device.h", "include/forward.device.h"], found
+
+
 def test_a_file_without_an_entry_borrows_the_closest_command(tmp_path):
     src = tmp_path / "src"
     (src / "ops").mkdir(parents=True)

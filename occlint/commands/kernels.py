@@ -480,24 +480,6 @@ def _shares(files: list[str], sizes: list[int], jobs: int | None) -> tuple[list[
     return [s for s in shares if s], workers
 
 
-def _includes_a_launch_macro(path: str, data: bytes, memo: dict) -> bool:
-    """Does `data` `#include "..."` a header of its folder that defines a macro with `<<<` in it
-    (CloverLeaf's units launch only through cuda_common.hpp's `CUDALAUNCH(kernel, ...)`)?
-    `memo`: header path -> its launch macros, kept for the run's files."""
-    from occlint.source.preproc import launch_macros, read_header
-    from occlint.toolchain.includers import quoted_includes
-
-    folder = os.path.dirname(os.path.abspath(path))
-    for name in quoted_includes(data):
-        header = os.path.join(folder, os.fsdecode(name))
-        names = memo.get(header)
-        if names is None:
-            names = memo[header] = launch_macros(read_header(header) or b"")
-        if any(re.search(rb"\b" + n + rb"\s*\(", data) for n in names):
-            return True
-    return False
-
-
 def _read_all(files: list[str]) -> dict[str, bytes | str]:
     """path -> its bytes, or the error line when it cannot be read."""
     from occlint.files import read_regular
@@ -744,11 +726,13 @@ def _run(args) -> int:
         if isinstance(data, bytes):
             remember(os.path.abspath(path), data)
     # a file without the words a kernel, a shared array, a launch or an API call is written
-    # with lists nothing: it is not parsed (a third of a typical project's files)
+    # with, or a header's macro for one, lists nothing: it is not parsed (a third of a
+    # typical project's files)
+    from occlint.toolchain.includers import uses_included_macro
     macros: dict = {}
     parsed = [f for f in files if isinstance(texts[f], bytes) and
               (names_a_compile(texts[f]) if is_python(f) else may_hold_constructs(texts[f])
-               or _includes_a_launch_macro(f, texts[f], macros))]
+               or uses_included_macro(f, texts[f], macros))]
     memo: dict = {}
 
     def listing(share: list[str]) -> list:

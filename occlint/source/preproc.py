@@ -182,6 +182,18 @@ def launch_macros(data: bytes) -> tuple[bytes, ...]:
                  if word == b"define" and b"<<<" in rest and (m := _FUNCTION_LIKE.match(rest)))
 
 
+def kernel_macros(data: bytes) -> tuple[bytes, ...]:
+    """The object-like macros `data` defines with `__global__` in their body (pytorch3d's
+    pulsar: `#define GLOBAL __global__`, then `GLOBAL void fill(...)`)."""
+    if b"__global__" not in data:
+        return ()
+    return tuple(m.group(1) for _s, _e, word, rest in _directives(data)
+                 if word == b"define" and b"__global__" in rest and (m := _OBJECT_LIKE.match(rest)))
+
+
+_OBJECT_LIKE = re.compile(rb"\s*([A-Za-z_]\w*)(?![\w(])")
+
+
 # The steps of a walk (`_State.do`).
 _SET, _MACRO, _FMACRO, _HEADER, _SEEN, _ONCE, _ARCH, _COUNT = range(8)
 _MISSING = object()

@@ -138,6 +138,45 @@ def quoted_includes(data: bytes) -> list[bytes]:
             if not data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip(b" \t")]
 
 
+def uses_included_macro(path: str, data: bytes, memo: dict) -> bool:
+    """Does `data` use a macro defined by a header it `#include "..."`s (found beside it): a
+    launch macro, called (CloverLeaf's units launch only through cuda_common.hpp's
+    `CUDALAUNCH(kernel, ...)`), or a macro that is `__global__`, before a declaration
+    (pytorch3d's pulsar: `GLOBAL void fill(...)`)? Then it holds kernels or launches that its
+    own words do not show. A header's macros include those of the headers it includes in
+    turn (pulsar's `commands.h` routes to `gpu/commands.h`), three levels deep. `memo`: header
+    path -> its (launch, kernel) macros, for the run."""
+    launches, kernels = _header_macros(path, data, memo, 0)
+    # (on a line that is not a directive: `#define LAUNCH(...)`, a host fallback, is no use)
+    return any(n in data and re.search(rb"^(?![ \t]*#).*\b" + n + rb"\s*\(", data, re.M)
+               for n in launches) or \
+        any(n in data and re.search(rb"^(?![ \t]*#).*\b" + n + rb"\s+[A-Za-z_]", data, re.M)
+            for n in kernels)
+
+
+def _header_macros(path: str, data: bytes, memo: dict, depth: int) -> tuple[set, set]:
+    """The (launch, kernel) macros of the headers `data` (at `path`) includes beside it."""
+    from occlint.source.preproc import kernel_macros, launch_macros, read_header
+
+    launches: set = set()
+    kernels: set = set()
+    if depth >= 3:
+        return launches, kernels
+    folder = os.path.dirname(os.path.abspath(path))
+    for name in quoted_includes(data):
+        header = os.path.normpath(os.path.join(folder, os.fsdecode(name)))
+        got = memo.get(header)
+        if got is None:
+            memo[header] = (set(), set())       # (an include cycle reads it once)
+            text = read_header(header) or b""
+            inner = _header_macros(header, text, memo, depth + 1)
+            got = memo[header] = (set(launch_macros(text)) | inner[0],
+                                  set(kernel_macros(text)) | inner[1])
+        launches |= got[0]
+        kernels |= got[1]
+    return launches, kernels
+
+
 def included_names(text: str) -> frozenset[str]:
     """The file names (last path part) a text's `#include` lines name: the one reading of
     "does this unit include a file of that name", for `for_headers` and `flags.source_views`."""
