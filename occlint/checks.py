@@ -39,6 +39,7 @@ from occlint.facts import (
     specialize_kernel,
     static_total,
     usage_args,
+    written_for,
 )
 from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, Span, Usage
 from occlint.source.text import split_lines
@@ -358,7 +359,10 @@ def block_size_limited_occupancy(facts: Facts) -> Iterator[Hit]:
             continue
         values.update(target_block=best.value, target_occupancy=Pct(best.result.occupancy),
                       target_blocks=best.result.active_blocks)
-        yield _site_hit("OCC003", site, values)
+        tied = written_for(site.facts, site.launch, site.block) if site.launch else None
+        if tied:
+            values["constant"] = tied
+        yield _site_hit("OCC003", site, values, "tied" if tied else "message")
 
 
 @check("OCC010")
@@ -625,6 +629,7 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
             bounds = _bounds_at(kf, launch)
             if bounds is not None and bounds.max_threads == 1024:
                 continue    # declared for 1024 threads: ptxas keeps it launchable, by design
+            tied = written_for(kf, launch, 1024)     # no "with the grid adjusted" alone
             measured = [s for s in sites if s.usage is not None and s.occ is not None]
             if measured and len(measured) == len(sites):
                 # nvcc's figures: what 1024 threads reach against the best smaller block
@@ -639,8 +644,10 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
                           "blocks": site.occ.active_blocks,
                           "limiter": limiter_words(primary_limiter(site.occ, True)),
                           "best_block": size, "best_occupancy": Pct(occ.occupancy)}
-                yield Hit("OCC030", launch_arg(launch, 1), values, "measured", None,
-                          kf.kernel.qualname, None, ())
+                if tied:
+                    values["constant"] = tied
+                yield Hit("OCC030", launch_arg(launch, 1), values, "tied" if tied else "measured",
+                          None, kf.kernel.qualname, None, ())
                 continue
             if _never_instantiated(facts, kf):
                 continue    # nvcc compiled the file and never this template: no such launch
@@ -654,8 +661,11 @@ def max_threads_per_block(facts: Facts) -> Iterator[Hit]:
                             # register limit says nothing
             values = {"kernel": instance_label(kf.kernel, launch.template_args), "arch": worst, "cap": cap,
                       "max_regs": limits.regs_per_block // 1024}
+            if tied:
+                values["constant"] = tied
             yield Hit("OCC030", launch_arg(launch, 1), values,
-                      "capped" if cap < 1 else "message", None, kf.kernel.qualname, None, ())
+                      "tied_limit" if tied else "capped" if cap < 1 else "message", None,
+                      kf.kernel.qualname, None, ())
 
 
 def _never_instantiated(facts: Facts, kf) -> bool:

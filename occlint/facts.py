@@ -205,6 +205,22 @@ def specialize_kernel(sf: SourceFile, kernel: Kernel, values: tuple) -> tuple[La
     return spec.launch_bounds, list(spec.shared)
 
 
+def written_for(kf: KernelFacts, launch: Launch, block: int) -> str | None:
+    """The name of a size the kernel's code is written for that equals `block` at this launch:
+    an integer template parameter, or a `const` its body computes (bitsandbytes'
+    `kQuantizeBlockwise<4096, 4>`: `THREADS = BLOCK_SIZE / NUM_PER_TH` = 1024 sizes its
+    `cub::BlockReduce`). Then the block is not a knob of the launch alone. None otherwise."""
+    if kf.origin is None:
+        return None
+    try:
+        from occlint.source import specialize
+        spec = specialize(kf.origin, kf.kernel, launch_args(launch) if kf.kernel.template_params
+                          else ())
+    except Exception:
+        return None
+    return next((name for name, v in spec.constants if v == block), None)
+
+
 def array_registers(site: Site) -> int:
     """Registers/thread the kernel's per-thread arrays hold at this site (`float acc[TM * TN]`,
     sizes bound to the instantiation): ptxas keeps them in registers when it reports no stack

@@ -210,3 +210,38 @@ def test_a_block_bound_per_call_of_the_launching_template_is_evaluated_per_insta
     assert [(g[0], g[1], g[3], g[4]) for g in got] == [("OCC022", 9, 128, None),
                                                        ("OCC032", 9, 512, None)]
     assert "`k<4>`" in findings[0].message and "`k<16>`" in findings[1].message
+
+
+def test_occ030_at_a_block_the_kernels_code_is_written_for_says_so():
+    # bitsandbytes' kQuantizeBlockwise<4096, 4><<<g, 1024>>>: THREADS = BLOCK_SIZE / NUM_PER_TH
+    # sizes its cub::BlockReduce; "prefer 512 threads/block with the grid adjusted" would leave
+    # half of each tile untouched
+    text = ("template <int BLOCK_SIZE, int NUM_PER_TH>\n"
+            "__global__ void q(const float* a, float* out) {\n"
+            "  constexpr int THREADS = BLOCK_SIZE / NUM_PER_TH;\n"
+            "  __shared__ float s[THREADS];\n"
+            "  s[threadIdx.x] = a[blockIdx.x * BLOCK_SIZE + threadIdx.x * NUM_PER_TH];\n"
+            "  out[blockIdx.x] = s[0];\n}\n"
+            "__global__ void free_k(const float* a, float* out) {\n"
+            "  out[blockIdx.x * blockDim.x + threadIdx.x] = a[0];\n}\n"
+            "void run(const float* a, float* out, int n) {\n"
+            "  q<4096, 4><<<n / 4096, 1024>>>(a, out);\n"
+            "  free_k<<<n / 1024, 1024>>>(a, out);\n}\n")
+    usage = [Usage("q", "sm_80", 36, static_smem=4096, template_args=("4096", "4")),
+             Usage("free_k", "sm_80", 36)]
+    findings = lint_source(text, "q.cu", usage, Config(arch=("sm_80",), select=("OCC030",)))
+    assert [(f.span.line, f.kernel) for f in findings] == [(12, "q"), (13, "free_k")]
+    assert "written for 1024 threads (its `THREADS` is 1024 here)" in findings[0].message
+    assert "prefer 512 threads/block with the grid adjusted" in findings[1].message
+
+
+def test_occ003_at_a_block_the_kernels_code_is_written_for_says_so():
+    # `k<32><<<g, 32>>>` with `__shared__ float s[BLOCK]`: 64 threads means k<64> too
+    text = ("template <int BLOCK> __global__ void k(float* x) {\n"
+            "  __shared__ float s[BLOCK];\n  s[threadIdx.x] = x[blockIdx.x * BLOCK + threadIdx.x];\n"
+            "  x[blockIdx.x] = s[0];\n}\n"
+            "void run(float* x, int n) { k<32><<<n / 32, 32>>>(x); }\n")
+    usage = [Usage("k", "sm_86", 16, static_smem=128, template_args=("32",))]   # 16 blocks/SM
+    [f] = lint_source(text, "k.cu", usage, Config(arch=("sm_86",), select=("OCC003",)))
+    assert f.message.endswith("but the kernel's code is written for 32 threads (its `BLOCK` is "
+                              "32 here): other template arguments or code as well")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
 from occlint.source.build import parsed_for
+from occlint.source import types
 from occlint.source.context import qualifiers
 from occlint.source.kernels import macro_bounds, split_args
 from occlint.source.shared import _dims, evaluate
@@ -25,6 +26,10 @@ class Specialized:
     # 32-bit words of each per-thread array the kernel body declares (`float acc[TM * TN]`),
     # None where a size is unknown
     local_arrays: tuple[int | None, ...] = ()
+    # the sizes the kernel's code is written for: its integer template parameters and the
+    # `const`/`constexpr` integers its body declares (`THREADS = BLOCK_SIZE / NUM_PER_TH`),
+    # (name, value) as bound
+    constants: tuple[tuple[str, int], ...] = ()
 
     @property
     def static_smem(self) -> int | None:
@@ -89,7 +94,7 @@ def specialize(sf: SourceFile, kernel: Kernel,
     bindings = tuple((t.name.decode("utf-8", "replace"), bind[t.name] if bind[t.name] != "" else None)
                      for t in kn.tparams)
     return Specialized(kernel, bindings, bounds, maxnreg, cluster, tuple(shared),
-                       _local_arrays(ctx, kn, bind))
+                       _local_arrays(ctx, kn, bind), _constants(ctx, kn, bind, bindings))
 
 
 _NOT_PER_THREAD = {b"__shared__", b"static", b"extern", b"__constant__", b"__device__",
@@ -120,6 +125,34 @@ def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
                 continue
             size = evaluate(ctx, type_text, size_nodes, bind, kn.node.start_byte)[2]
             out.append(None if size is None else -(-size // 4))
+    return tuple(out)
+
+
+def _constants(ctx, kn, bind, bindings) -> tuple[tuple[str, int], ...]:
+    """`Specialized.constants`: the bound integer template parameters, then the `const` or
+    `constexpr` integer locals of the kernel's body evaluated under `bind`."""
+    out = [(name, v) for name, v in bindings if isinstance(v, int) and not isinstance(v, bool)]
+    stack = [kn.body] if kn.body is not None else []
+    scope = kn.node.start_byte
+    while stack:
+        node = stack.pop()
+        if node.type == "lambda_expression":
+            continue
+        if node.type != "declaration":
+            stack.extend(node.named_children)
+            continue
+        type_node = node.child_by_field_name("type")
+        if ctx.dead(node) or not qualifiers(node) & {b"const", b"constexpr"} or type_node is None \
+                or not types.is_integral(" ".join(ctx.tx.node_text(type_node).split())):
+            continue
+        for d in node.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            name = d.child_by_field_name("declarator") if value is not None else None
+            if name is None or name.type != "identifier":
+                continue
+            v = ctx.env.value(value, scope, bind)
+            if v is not None:
+                out.append((name.text.decode("utf-8", "replace"), v))
     return tuple(out)
 
 
