@@ -1177,3 +1177,17 @@ def test_a_launch_macro_redefined_in_a_dead_branch_stays_in_force():
             "void run(float* x, int n) { LAUNCH_1D(k, n, x, n); }\n")
     assert [(la.callee, la.block.total, la.span.line) for la in parse(text).launches] == \
         [("k", 256, 7)]
+
+
+def test_a_kernel_after_uses_of_a_macro_that_ends_its_own_statement_is_read():
+    # bitsandbytes: `#define MAKE_X(n, T) template __global__ void k<T, n>(...);` then
+    # `MAKE_X(1, float)` lines with no `;`: the parser merged them with the next kernel, which
+    # was lost (and with it its __launch_bounds__ and its OCC020)
+    text = ("#define MAKE_ARR(n, T) __device__ T arr_##n;\n\n"
+            "MAKE_ARR(1, float)\nMAKE_ARR(2, float)\n\n"
+            "__global__ void __launch_bounds__(128) kC(float* g) { g[threadIdx.x] = arr_1; }\n"
+            "#define CHECK(x) if ((x) != 0) return;\n"
+            "void launch(float* g) {\n  CHECK(g == 0)\n  kC<<<1, 128>>>(g);\n}\n")
+    sf = parse(text)
+    assert [(k.name, k.launch_bounds.max_threads) for k in sf.kernels] == [("kC", 128)]
+    assert [(la.callee, la.block.total) for la in sf.launches] == [("kC", 128)]

@@ -122,10 +122,46 @@ def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
             empty.setdefault(m.group(1), []).append(m.group(2) is not None)
     if not empty:
         return []
+    counts = _define_counts(data)
+    return _lone_uses(data, {n: f[0] for n, f in empty.items()
+                             if counts.get(n) == len(f) and len(set(f)) == 1})
+
+
+def _self_ended_macro_lines(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of the lines that are only `NAME(...)` of a function-like macro of this file
+    whose every body ends with its own `;` and launches nothing (bitsandbytes' `#define
+    MAKE_X(n, T) template __global__ void k<T, n>(...);` then `MAKE_X(1, float)` lines): the
+    parser, seeing no `;`, merged them with the kernel defined after them, which was lost."""
+    if b"define" not in data:
+        return []
+    ended: dict[bytes, int] = {}
+    for m in _FUNCTION_DEFINE.finditer(data):
+        body = _COMMENTS.sub(b" ", m.group(2).replace(b"\\\n", b" ")).rstrip()
+        if body.endswith(b";") and not any(w in body for w in _LAUNCH_WORDS):
+            ended[m.group(1)] = ended.get(m.group(1), 0) + 1
+    if not ended:
+        return []
+    counts = _define_counts(data)
+    return _lone_uses(data, {n: True for n, k in ended.items() if counts.get(n) == k},
+                      unended=True)
+
+
+_FUNCTION_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\([^)\n]*\)((?:[^\n\\]|\\.)*)",
+                              re.M | re.S)
+_LAUNCH_WORDS = (b"<<<", b"cudaLaunch", b"cudaFuncSet", b"cudaOccupancy")
+
+
+def _define_counts(data: bytes) -> dict[bytes, int]:
     counts: dict[bytes, int] = {}
     for m in _ANY_DEFINE.finditer(data):
         counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    kind = {n: f[0] for n, f in empty.items() if counts.get(n) == len(f) and len(set(f)) == 1}
+    return counts
+
+
+def _lone_uses(data: bytes, kind: dict[bytes, bool], unended: bool = False) -> list[tuple[int, int]]:
+    """(start, end) of the lines that are only a use of a macro of `kind` (name -> function-
+    like): `NAME`, or `NAME(...)` (with `unended`, without a `;` after it); never in a macro's
+    continued body."""
     out = []
     for name, function_like in kind.items():
         at = data.find(name)
@@ -135,7 +171,8 @@ def _empty_macro_lines(data: bytes) -> list[tuple[int, int]]:
             end = len(data) if end < 0 else end
             m = _LONE_NAME.fullmatch(data, start, end)
             if m is not None and m.group(2) == name and (m.group(3) is not None) == \
-                    function_like and start > 0 and data[start - 2:start - 1] != b"\\":
+                    function_like and start > 0 and data[start - 2:start - 1] != b"\\" and \
+                    not (unended and m.group(0).rstrip().endswith(b";")):
                 out.append((m.start(1), m.end(1)))
             at = data.find(name, end)
     return out
@@ -232,6 +269,8 @@ class Text:
         spans = []
         quiet = _empty_macro_lines(self.data) + _macro_before_launch(self.data) \
             if b"<<<" in self.data else []
+        if b"__global__" in self.data and b"#" in self.data:
+            quiet += _self_ended_macro_lines(self.data)
         spaced = _spaced_chevrons(self.data) if b"<< " in self.data else []
         if b"__global__" in self.data and b"#" in self.data:
             quiet += _one_branch(self.data)
