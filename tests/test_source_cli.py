@@ -270,6 +270,18 @@ def test_kernels_lists_a_header_written_with_a_headers_kernel_macro(tmp_path):
     assert r.stdout == "fill.device.h:2:31: kernel fill<D>\n"
 
 
+def test_a_local_of_a_headers_launch_macro_is_not_named_nowhere(tmp_path):
+    # pytorch3d's pulsar: `unsigned num_threads = min(N, TN);` in LAUNCH_PARALLEL_1D's body
+    # (a header): "defined nowhere occlint looked ... add that header's folder" was false
+    (tmp_path / "launch.h").write_text(
+        "#define LAUNCH_1D(F, N, TN, ...) { \\\n  unsigned num_threads = min((int)(N), (int)(TN)); \\\n"
+        "  F<<<((N) + num_threads - 1) / num_threads, num_threads>>>(__VA_ARGS__); }\n")
+    source = ('#include "launch.h"\n__global__ void k(float* x, int n) {}\n'
+              "void run(float* x, int n) { LAUNCH_1D(k, n, 256, x, n); }\n")
+    [why] = [x["no_occupancy"] for x in _launches(tmp_path, source)]
+    assert why == "the block size `num_threads` is not a compile-time constant"
+
+
 def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
     # DeepSpeed: a block macro from a header occlint did not find was only "not a compile-time
     # constant"; a local or a parameter says what it is

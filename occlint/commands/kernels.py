@@ -596,8 +596,11 @@ def _defined_nowhere(sf, r: dict) -> bool:
         return False            # declared, assigned or mentioned elsewhere in the file
     env = parsed_for(sf).ctx.env
     key = name.encode()
-    return not (key in env.macros or key in env.fmacros or env.globals.get(key) or
-                env.enums.get(key))
+    if key in env.macros or key in env.fmacros or env.globals.get(key) or env.enums.get(key):
+        return False
+    word = re.compile(rb"\b" + re.escape(key) + rb"\b")     # a local of a launch macro's body
+    return not any(word.search(body) for defs in dict.values(env.fmacros) for _params, body in defs
+                   if b"<<<" in body)       # (pulsar's `unsigned num_threads = ...;`)
 
 
 def _defining_headers(sf, path: str, report, memo: dict) -> list:
