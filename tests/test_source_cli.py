@@ -282,6 +282,20 @@ def test_a_local_of_a_headers_launch_macro_is_not_named_nowhere(tmp_path):
     assert why == "the block size `num_threads` is not a compile-time constant"
 
 
+def test_a_block_parameter_of_a_function_the_file_never_calls_says_so(tmp_path):
+    # pytorch3d's knn: the launch is in a functor's `run(blocks, threads, ...)`, called only
+    # from dispatch.cuh; "not every call of it in this file passes a constant" named no call
+    source = ("template <int D> __global__ void k(float* x) {}\n"
+              "template <int D> struct F { static void run(int blocks, int threads, float* x) {\n"
+              "  k<D><<<blocks, threads>>>(x); } };\n"
+              "void g(float* x, int b) { h(b, x); }\nvoid h(int b, float* x) { k<1><<<1, b>>>(x); }\n")
+    why = [x["no_occupancy"] for x in _launches(tmp_path, source)]
+    assert why == ["the block size `threads` is a parameter of `run`, which this file does not "
+                   "call (a call from another file is not read)",
+                   "the block size `b` is a parameter of `h`, and not every call of it in this "
+                   "file passes a constant (a call from another file is not read)"]
+
+
 def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
     # DeepSpeed: a block macro from a header occlint did not find was only "not a compile-time
     # constant"; a local or a parameter says what it is

@@ -152,9 +152,7 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
                 f"({names}), and the calls of `{fn}` in this file do not give it one value (each "
                 "instantiation has its own; a call from another file is not read)")
     if r["block"] is None and r.get("block_parameter"):
-        return (f"the block size `{r['block_text']}` is a parameter of "
-                f"`{r['function'] or 'its function'}`, and not every call of it in this file "
-                "passes a constant (a call from another file is not read)")
+        return PARAMETER.format(r["block_text"], r["function"] or "its function")
     if r["block"] is None and not r.get("block_choices"):
         return NOT_CONSTANT.format(r["block_text"])
     if r["dynamic_smem"] is None and not (r.get("block_choices") and all(
@@ -570,7 +568,26 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
             if r["no_occupancy"] == NOT_CONSTANT.format(r["block_text"]) and \
                     _defined_nowhere(sf, r):
                 r["no_occupancy"] = DEFINED_NOWHERE.format(r["block_text"])
+            elif r["no_occupancy"] == PARAMETER.format(r["block_text"], r["function"]) and \
+                    not _called_here(sf, r):
+                r["no_occupancy"] = PARAMETER_UNCALLED.format(r["block_text"], r["function"])
     return recs
+
+
+PARAMETER = ("the block size `{}` is a parameter of `{}`, and not every call of it in this file "
+             "passes a constant (a call from another file is not read)")
+PARAMETER_UNCALLED = ("the block size `{}` is a parameter of `{}`, which this file does not call "
+                      "(a call from another file is not read)")
+
+
+def _called_here(sf, r: dict) -> bool:
+    """Does the file call the launching function `r["function"]` (by its last name)?"""
+    from occlint.source.build import parsed_for
+    from occlint.source.values import calls_of
+
+    ctx = parsed_for(sf).ctx
+    name = (r["function"] or "").split("::")[-1]
+    return ctx is None or not name or bool(calls_of(ctx, name.encode()))
 
 
 NOT_CONSTANT = "the block size `{}` is not a compile-time constant"

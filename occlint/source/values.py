@@ -207,7 +207,7 @@ def _over_calls(ctx: Context, name: bytes, argument, depth, trace) -> set[int] |
     `argument(call)` picks; None when one picks none or is unknown, or there is no call."""
     out: set[int] = set()
     calls = 0
-    for call in _calls(ctx, name):
+    for call in calls_of(ctx, name):
         node = argument(call)
         got = _values(ctx, node, ctx.scope_of(call.start_byte), depth + 1, {}, trace) \
             if node is not None else None
@@ -276,7 +276,7 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
     out = []
     overloaded = any(f is not fn and (d := _defined_name(f)) is not None and d.text == ident.text
                      for _s, _e, f in ctx.funcs)
-    for call in _calls(ctx, ident.text):
+    for call in calls_of(ctx, ident.text):
         if fn.start_byte <= call.start_byte < fn.end_byte:
             return None                 # the template calling itself
         targs = _written_template_args(call)
@@ -320,7 +320,7 @@ def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
     return tuple(out) if 1 < len(out) <= 2 * MAX_VALUES else ()
 
 
-def _calls(ctx: Context, name: bytes) -> list:
+def calls_of(ctx: Context, name: bytes) -> list:
     """The live calls of function `name` in the file (memoized on the context)."""
     memo = ctx.__dict__.setdefault("_calls_memo", {})
     if name in memo:
