@@ -587,3 +587,22 @@ def test_a_header_alone_sees_its_includers_launches(tmp_path, nvcc_path):
     assert json.loads(alone.stdout) == [], alone.stdout
     assert [(f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(both.stdout)] == \
         [("b.cu", "OCC001")], both.stdout
+
+
+def test_a_headers_macros_are_read_through_include_cycles_and_long_chains(tmp_path):
+    # pulsar: a header first reached deep in the run (its includes cut at the depth limit) was
+    # remembered without them, and a later file that uses its routed launch macro was skipped
+    from occlint.toolchain.includers import uses_included_macro
+
+    (tmp_path / "gpu.h").write_text("#define LAUNCH(F, N) F<<<N, 256>>>()\n")
+    (tmp_path / "cmd.h").write_text('#include "gpu.h"\n#include "cmd.h"\n')      # a cycle
+    chain = 40
+    for i in range(chain):
+        nxt = f'#include "c{i + 1}.h"\n' if i + 1 < chain else '#include "cmd.h"\n'
+        (tmp_path / f"c{i}.h").write_text(nxt)
+    near = b'#include "cmd.h"\nvoid g() { LAUNCH(k, 2); }\n'
+    for first in (38, 0):           # cmd.h reached 3 levels down, then 41 (past the limit)
+        memo: dict = {}
+        deep = b'#include "c%d.h"\nvoid f() { LAUNCH(k, 1); }\n' % first
+        assert uses_included_macro(str(tmp_path / "deep.cu"), deep, memo) == (first == 38)
+        assert uses_included_macro(str(tmp_path / "near.cu"), near, memo)

@@ -144,9 +144,9 @@ def uses_included_macro(path: str, data: bytes, memo: dict) -> bool:
     `CUDALAUNCH(kernel, ...)`), or a macro that is `__global__`, before a declaration
     (pytorch3d's pulsar: `GLOBAL void fill(...)`)? Then it holds kernels or launches that its
     own words do not show. A header's macros include those of the headers it includes in
-    turn (pulsar's `commands.h` routes to `gpu/commands.h`), three levels deep. `memo`: header
-    path -> its (launch, kernel) macros, for the run."""
-    launches, kernels = _header_macros(path, data, memo, 0)
+    turn (pulsar's `commands.h` routes to `gpu/commands.h`). `memo`: header path -> its
+    (launch, kernel) macros, for the run: each header is read once."""
+    launches, kernels, _whole = _header_macros(path, data, memo)
     # (on a line that is not a directive: `#define LAUNCH(...)`, a host fallback, is no use)
     return any(n in data and re.search(rb"^(?![ \t]*#).*\b" + n + rb"\s*\(", data, re.M)
                for n in launches) or \
@@ -154,27 +154,45 @@ def uses_included_macro(path: str, data: bytes, memo: dict) -> bool:
             for n in kernels)
 
 
-def _header_macros(path: str, data: bytes, memo: dict, depth: int) -> tuple[set, set]:
-    """The (launch, kernel) macros of the headers `data` (at `path`) includes beside it."""
+def _header_macros(path: str, data: bytes, memo: dict, depth: int = 0) -> tuple[set, set, bool]:
+    """The (launch, kernel) macros of the headers `data` (at `path`) includes beside it, and of
+    theirs in turn, _MAX_DEPTH levels deep, and whether that reading is whole (not cut by the
+    depth limit, an include cycle or the run's budget of _MAX_READS readings). A whole
+    reading of a header is remembered in `memo`."""
     from occlint.source.preproc import kernel_macros, launch_macros, read_header
 
     launches: set = set()
     kernels: set = set()
-    if depth >= 3:
-        return launches, kernels
+    if depth >= _MAX_DEPTH:
+        return launches, kernels, False
+    whole = True
     folder = os.path.dirname(os.path.abspath(path))
     for name in quoted_includes(data):
         header = os.path.normpath(os.path.join(folder, os.fsdecode(name)))
         got = memo.get(header)
+        if got is _READING or (got is None and memo.get(_READS, 0) >= _MAX_READS):
+            whole = False                   # (in an include cycle, or out of budget)
+            continue
         if got is None:
-            memo[header] = (set(), set())       # (an include cycle reads it once)
+            memo[_READS] = memo.get(_READS, 0) + 1
+            memo[header] = _READING
             text = read_header(header) or b""
             inner = _header_macros(header, text, memo, depth + 1)
-            got = memo[header] = (set(launch_macros(text)) | inner[0],
-                                  set(kernel_macros(text)) | inner[1])
+            got = (set(launch_macros(text)) | inner[0], set(kernel_macros(text)) | inner[1])
+            if inner[2]:
+                memo[header] = got
+            else:
+                del memo[header]
+                whole = False
         launches |= got[0]
         kernels |= got[1]
-    return launches, kernels
+    return launches, kernels, whole
+
+
+_MAX_DEPTH = 16
+_MAX_READS = 4096
+_READING = (frozenset(), frozenset())
+_READS = ("readings",)
 
 
 def included_names(text: str) -> frozenset[str]:
