@@ -23,8 +23,10 @@ from occlint.python import PY_SUFFIXES, is_python, names_a_framework
 UNIT_SUFFIXES = (".cu",)                                 # compiled by nvcc on their own
 CUDA_HEADERS = (".cuh", ".cuhpp", ".cu.inc")
 CUDA_SUFFIXES = UNIT_SUFFIXES + CUDA_HEADERS             # what `check` lints
-HEADER_SUFFIXES = CUDA_HEADERS + (".h", ".hpp", ".hh", ".inl")   # analysed through the units that include them
+HEADER_SUFFIXES = CUDA_HEADERS + (".h", ".hpp", ".hh", ".hxx", ".inl", ".ipp", ".inc")  # analysed
+                                                         # through the units that include them
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")     # CUDA units where a database says so
+C_FAMILY_SUFFIXES = UNIT_SUFFIXES + HEADER_SUFFIXES + CPP_SUFFIXES   # `//` comments, `#include`s
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
              ".occlint_cache", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              "CMakeFiles", "_deps"}      # CMake's generated files and fetched dependencies
@@ -155,17 +157,22 @@ def _wanted(path: str, config=None, memo: dict | None = None) -> str | None:
 
 
 def defines_kernels(path: str, memo: dict | None = None) -> bool:
-    """A C++ header (`.h`, `.hpp`, `.hh`, `.inl`) that writes `__global__`, or a macro that is
-    `__global__` from a header it includes (`uses_included_macro`, `memo` its memo): its
-    kernels and launches are CUDA a unit includes (llama_cu_awq's gpu_kernels.h, xmrig's
-    hash.hpp, miniBUDE's fasten.hpp, pytorch3d's pulsar `*.device.h`), linted as a `.cuh` is,
-    through its includers."""
+    """A C++ header (`.h`, `.hpp`, `.hxx`, `.inl`, ...) that writes `__global__` or `<<<`, or
+    a macro of a header it includes that is `__global__` or launches (`uses_included_macro`,
+    `memo` its memo): its kernels and launches are CUDA a unit includes (llama_cu_awq's
+    gpu_kernels.h, xmrig's hash.hpp, miniBUDE's fasten.hpp, pytorch3d's pulsar `*.device.h`,
+    moderngpu's transform.hxx), linted as a `.cuh` is, through its includers."""
     from occlint.toolchain.includers import uses_included_macro
     try:
         data = read_regular(path)
     except OSError:
         return False
-    return b"__global__" in data or uses_included_macro(path, data, memo if memo is not None else {})
+    return b"__global__" in data or (b"<<<" in data and b"<<<" in _NOISE.sub(b" ", data)) or \
+        uses_included_macro(path, data, memo if memo is not None else {})
+
+
+# strings and comments: `printf("... <<<\n")` in cuda-samples' helper_image.h is no launch
+_NOISE = re.compile(rb'"(?:\\.|[^"\\\n])*"|/\*.*?\*/|//[^\n]*', re.S)
 
 
 def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:

@@ -330,7 +330,7 @@ def _included(deps: Sequence[str], linted: Sequence[str]) -> dict[str, str]:
     seen = {os.path.realpath(p) for p in linted}
     out: dict[str, str] = {}
     for dep in dict.fromkeys(deps):
-        if dep in seen or not (is_cuda(dep) or is_header(dep) or dep.endswith((".hxx", ".inc"))):
+        if dep in seen or not (is_cuda(dep) or is_header(dep)):
             continue
         try:
             out[dep] = read_text(dep)

@@ -97,8 +97,14 @@ def test_a_cpp_header_that_writes_global_is_discovered(tmp_path):
     (tmp_path / "vm.hpp").write_text("template <int N> __global__ void v(float* x) {}\n")
     (tmp_path / "plain.h").write_text("int helper(int x);\n// __global__ in a comment only? no\n")
     (tmp_path / "host.hpp").write_text("#pragma once\nstruct S { int x; };\n")
+    # moderngpu: every kernel and launch of the library is in a `.hxx` header, its one launch
+    # in transform.hxx (no `__global__` there); cuda-samples' helper_image.h prints "<<<"
+    (tmp_path / "launch_params.hxx").write_text("template <int N> __global__ void box_k() {}\n")
+    (tmp_path / "transform.hxx").write_text("void go() { box_k<1><<<1, 128>>>(); }\n")
+    (tmp_path / "image.h").write_text('void f() { printf("folder <%s> <<<\\n"); }  // <<<\n')
     found = sorted(os.path.basename(f) for f in discover([str(tmp_path)], Config(root=str(tmp_path)))[0])
-    assert found == ["kernels.h", "plain.h", "vm.hpp"]     # (the word is the test: a comment too)
+    # (`__global__` is the test: a comment too)
+    assert found == ["kernels.h", "launch_params.hxx", "plain.h", "transform.hxx", "vm.hpp"]
 
 
 def test_a_header_written_with_a_headers_kernel_or_launch_macro_is_discovered(tmp_path):
@@ -124,8 +130,10 @@ def test_a_header_written_with_a_headers_kernel_or_launch_macro_is_discovered(tm
     (tmp_path / "include" / "host.h").write_text('#include "../global.h"\nint GLOBALS = 1;\n')
     found = sorted(os.path.relpath(f, tmp_path)
                    for f in discover([str(tmp_path)], Config(root=str(tmp_path)))[0])
-    # (global.h writes the word itself; host.h names no macro of its includes)
-    assert found == ["global.h", "include/fill.device.h", "include/forward.device.h"], found
+    # (global.h and gpu/commands.h write the words themselves; host.h names no macro of its
+    # includes; include/commands.h defines, and does not use, its host fallback)
+    assert found == ["global.h", "gpu/commands.h", "include/fill.device.h",
+                     "include/forward.device.h"], found
 
 
 def test_a_file_without_an_entry_borrows_the_closest_command(tmp_path):

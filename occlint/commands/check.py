@@ -280,6 +280,7 @@ def _add_noqa(findings, result, args) -> int:
 
     from occlint import noqa
     from occlint.commands import summary as say
+    from occlint.discover import C_FAMILY_SUFFIXES
     from occlint.source.text import split_lines
 
     by_file: dict[str, list] = {}
@@ -291,7 +292,7 @@ def _add_noqa(findings, result, args) -> int:
         text = result.sources.get(path)
         if text is None or path.endswith(".json"):
             continue
-        comment = "//" if path.endswith((".cu", ".cuh", ".cuhpp", ".cu.inc", ".h", ".hpp")) else "#"
+        comment = "//" if path.endswith(C_FAMILY_SUFFIXES) else "#"
         lines = split_lines(text, keepends=True)
         changed = False
         here = 0

@@ -329,9 +329,6 @@ def _roots(path: str, config: Config, seen: set[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-_SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".inl")
-
-
 def _including(real: str) -> list[str]:
     """Files of `real`'s folder whose `#include "..."` names resolve to `real`."""
     name = os.path.basename(real)
@@ -371,7 +368,8 @@ def _listing(folder: str) -> tuple[str, ...]:
         names = sorted(os.listdir(folder))
     except OSError:
         return ()
-    return tuple(os.path.join(folder, n) for n in names if n.endswith(_SOURCE_SUFFIXES))
+    from occlint.discover import C_FAMILY_SUFFIXES
+    return tuple(os.path.join(folder, n) for n in names if n.endswith(C_FAMILY_SUFFIXES))
 
 
 def _shown(path: str) -> str:
