@@ -167,12 +167,9 @@ def defines_kernels(path: str, memo: dict | None = None) -> bool:
         data = read_regular(path)
     except OSError:
         return False
-    return b"__global__" in data or (b"<<<" in data and b"<<<" in _NOISE.sub(b" ", data)) or \
+    from occlint.source.text import blank_noise     # (cuda-samples' helper_image.h prints "<<<")
+    return b"__global__" in data or (b"<<<" in data and b"<<<" in blank_noise(data)) or \
         uses_included_macro(path, data, memo if memo is not None else {})
-
-
-# strings and comments: `printf("... <<<\n")` in cuda-samples' helper_image.h is no launch
-_NOISE = re.compile(rb'"(?:\\.|[^"\\\n])*"|/\*.*?\*/|//[^\n]*', re.S)
 
 
 def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:

@@ -270,6 +270,28 @@ def test_kernels_lists_a_header_written_with_a_headers_kernel_macro(tmp_path):
     assert r.stdout == "fill.device.h:2:31: kernel fill<D>\n"
 
 
+def test_a_block_named_nowhere_through_a_local_or_beside_a_comment_says_so(tmp_path):
+    # cudpp: `unsigned nThreads = CTA_THREADS;` and `dim3 threads(CTA_THREADS, 1, 1)` of a header
+    # occlint did not find, or the name in a comment, gave "not a compile-time constant" (38
+    # launches that all had their block once include-dirs was set); a call or a declared
+    # variable stays as it was
+    source = ('// block size: CTA_THREADS\n#include "globals.h"\n__global__ void k(float* p) {}\n'
+              "int declared;\n"
+              "void run(float* p, int n) {\n  unsigned int nThreads = CTA_THREADS;\n"
+              "  dim3 threads(CTA_THREADS, 1, 1);\n  int fromcall = getThreads();\n"
+              "  int fromvar = declared;\n"
+              "  k<<<n / CTA_THREADS, CTA_THREADS>>>(p);\n  k<<<n / nThreads, nThreads>>>(p);\n"
+              "  k<<<n, threads>>>(p);\n  k<<<n, fromcall>>>(p);\n  k<<<n, fromvar>>>(p);\n}\n")
+    why = [x["no_occupancy"] for x in _launches(tmp_path, source)]
+    nowhere = ("defined nowhere occlint looked (this file, the project headers it includes, the "
+               "compile flags): if a header defines it, add that header's folder to `include-dirs`")
+    assert why == [f"the block size `CTA_THREADS` is {nowhere}",
+                   f"the block size `nThreads` is `CTA_THREADS`, which is {nowhere}",
+                   f"the block size `threads` is `CTA_THREADS`, which is {nowhere}",
+                   "the block size `fromcall` is not a compile-time constant",
+                   "the block size `fromvar` is not a compile-time constant"]
+
+
 def test_a_local_of_a_headers_launch_macro_is_not_named_nowhere(tmp_path):
     # pytorch3d's pulsar: `unsigned num_threads = min(N, TN);` in LAUNCH_PARALLEL_1D's body
     # (a header): "defined nowhere occlint looked ... add that header's folder" was false

@@ -565,9 +565,12 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
         if r["kind"] == "launch":
             r["no_occupancy"] = pointers.get((r["line"], r["column"])) or \
                 why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
-            if r["no_occupancy"] == NOT_CONSTANT.format(r["block_text"]) and \
-                    _defined_nowhere(sf, r):
-                r["no_occupancy"] = DEFINED_NOWHERE.format(r["block_text"])
+            nowhere = _defined_nowhere(sf, r) \
+                if r["no_occupancy"] == NOT_CONSTANT.format(r["block_text"]) else None
+            if nowhere == r["block_text"]:
+                r["no_occupancy"] = DEFINED_NOWHERE.format(nowhere)
+            elif nowhere:
+                r["no_occupancy"] = DEFINED_NOWHERE_VIA.format(r["block_text"], nowhere)
             elif r["no_occupancy"] == PARAMETER.format(r["block_text"], r["function"]) and \
                     not _called_here(sf, r):
                 r["no_occupancy"] = PARAMETER_UNCALLED.format(r["block_text"], r["function"])
@@ -596,28 +599,80 @@ DEFINED_NOWHERE = ("the block size `{}` is defined nowhere occlint looked (this 
                    "header's folder to `include-dirs`")
 
 
-def _defined_nowhere(sf, r: dict) -> bool:
-    """The launch's block is a plain name that the file writes only inside launch
-    configurations, and that no macro, constant or enumerator of its project headers or flags
-    defines (DeepSpeed: a macro of a header occlint did not find)."""
+def _defined_nowhere(sf, r: dict) -> str | None:
+    """The name no macro, constant or enumerator of the file, its project headers or flags
+    defines that the launch's block is (DeepSpeed: a macro of a header occlint did not find),
+    directly or as a local declared once from it (cudpp: `unsigned nThreads = CTA_THREADS;`,
+    `dim3 threads(CTA_THREADS, 1, 1)`). None when the file's code (comments and strings
+    aside) writes that name anywhere but there and in launch configurations."""
     from occlint.source.build import parsed_for
+    from occlint.source.text import blank_noise
 
     name = r["block_text"]
-    if not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
+    ctx = parsed_for(sf).ctx
+    if ctx is None or not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
+        return None
+    tx = ctx.tx
+    launch = next((la for la in sf.launches if (la.span.line, la.span.column) ==
+                   (r["line"], r["column"])), None)
+    scope = ctx.scope_of(tx.byte_offset(launch.span.start)) if launch is not None else None
+    target = name.encode()
+    local = ctx.local(scope, target) if scope is not None else None
+    if local is not None:       # a local declared once from one name the file does not declare
+        if len(local.decls) != 1 or local.written:
+            return None
+        decl = local.decls[0][1]
+        value = decl.child_by_field_name("value") if decl.type == "init_declarator" else \
+            decl.child_by_field_name("parameters") if decl.type == "function_declarator" else None
+        if value is None:
+            return None
+        words = {w for w in re.findall(rb"[A-Za-z_]\w*(?!\w|\s*[(<:])", blank_noise(value.text))
+                 if w not in _NOT_NAMES and ctx.local(scope, w) is None}   # (no call, type)
+        text = re.sub(rb"\bdim3\b|\bstatic_cast\s*<[\w\s]*>", b"", blank_noise(value.text))
+        if re.search(rb"[A-Za-z_]\w*\s*\(|[^\w\s(),*+/-]", text):
+            return None         # a call's value (`getThreads()`), a choice, an element: no name
+        if len(words) != 1:
+            return None
+        target = words.pop()
+    code = blank_noise(ctx.data)
+    root = ctx.tree.root_node
+    for m in re.finditer(rb"\b" + re.escape(target) + rb"\b", code):
+        node = root.descendant_for_byte_range(m.start(), m.end())
+        if node is None or _declares(node):
+            return None         # the file declares or assigns it
+    env = ctx.env
+    if target in env.macros or target in env.fmacros or env.globals.get(target) or \
+            env.enums.get(target):
+        return None
+    word = re.compile(rb"\b" + re.escape(target) + rb"\b")     # a local of a launch macro's body
+    if any(word.search(body) for defs in dict.values(env.fmacros) for _params, body in defs
+           if b"<<<" in body):      # (pulsar's `unsigned num_threads = ...;`)
+        return None
+    return target.decode("utf-8", "replace")
+
+
+def _declares(node) -> bool:
+    """Is this occurrence of a name its declaration (a variable, parameter, field, enumerator,
+    macro) or an assignment to it?"""
+    parent = node.parent
+    if parent is None:
         return False
-    configs = [la.config_span for la in sf.launches if la.config_span is not None]
-    inside = sum(sf.text.count(name, c.start, c.end) for c in configs)
-    if sf.text.count(name) > inside or any(
-            not any(c.start <= m.start() < c.end for c in configs)
-            for m in re.finditer(r"\b" + name + r"\b", sf.text)):
-        return False            # declared, assigned or mentioned elsewhere in the file
-    env = parsed_for(sf).ctx.env
-    key = name.encode()
-    if key in env.macros or key in env.fmacros or env.globals.get(key) or env.enums.get(key):
-        return False
-    word = re.compile(rb"\b" + re.escape(key) + rb"\b")     # a local of a launch macro's body
-    return not any(word.search(body) for defs in dict.values(env.fmacros) for _params, body in defs
-                   if b"<<<" in body)       # (pulsar's `unsigned num_threads = ...;`)
+    if parent.type == "assignment_expression":
+        return parent.child_by_field_name("left") == node
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("declarator") == node
+    return parent.type in _DECLARING
+
+
+_DECLARING = frozenset(("declaration", "parameter_declaration", "optional_parameter_declaration",
+                        "pointer_declarator", "array_declarator", "reference_declarator",
+                        "function_declarator", "field_declaration", "enumerator", "preproc_def",
+                        "preproc_function_def", "type_definition", "alias_declaration"))
+_NOT_NAMES = frozenset((b"dim3", b"static_cast", b"int", b"unsigned", b"long", b"size_t",
+                        b"const", b"constexpr", b"auto", b"uint", b"uint32_t", b"int32_t"))
+DEFINED_NOWHERE_VIA = ("the block size `{}` is `{}`, which is defined nowhere occlint looked (this "
+                       "file, the project headers it includes, the compile flags): if a header "
+                       "defines it, add that header's folder to `include-dirs`")
 
 
 def _defining_headers(sf, path: str, report, memo: dict) -> list:
