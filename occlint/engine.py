@@ -358,7 +358,9 @@ def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str],
         if target is None:
             target = match(err.unit)
             where = f"{err.path}:{err.line}" if err.line else err.path
-            line = include_line((texts or {}).get(target), target, err.path) if target else None
+            chain = err.included_from
+            line = chain[1] if target and chain and match(chain[0]) == target else \
+                include_line((texts or {}).get(target), target, err.path) if target else None
             err = dataclasses.replace(err, line=line, column=1 if line else None,
                                       message=f"{where}: {err.message}")
         if target is not None:

@@ -229,6 +229,9 @@ class CompileError:
     kernel: str | None = None        # demangled qualified name, when ptxas names an entry
     unit: str = ""                   # the .cu compiled
     compiler: str = "nvcc"           # who reported it: nvcc, or NVRTC for a Python file's string
+    # the outermost `#include` that led to `path` (the host compiler's "In file included from
+    # ... from app/a.cu:4"): (file, line), or None
+    included_from: tuple[str, int] | None = None
 
 
 # --- what occlint reports ------------------------------------------------------------------------

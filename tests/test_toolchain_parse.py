@@ -284,6 +284,31 @@ def test_an_error_a_template_instantiation_led_into_a_header_is_the_instantiatin
     assert errors[1].message.startswith("/usr/include/c++/12/bits/stl_uninitialized.h:90: static")
 
 
+NESTED_MISSING = """In file included from inc/mid.h:2,
+                 from app/a.cu:4:
+inc/top.h:2:10: fatal error: missing_config.h: No such file or directory
+    2 | #include "missing_config.h"
+      |          ^~~~~~~~~~~~~~~~~~
+compilation terminated.
+app/b.cu:3:1: error: plain
+"""
+
+
+def test_an_error_two_includes_down_is_placed_at_the_units_include_line():
+    # cudpp with include-dirs: `reduce_app.cu:21 -> cudpp_plan.h:17 -> cudpp.h:185` was OCC900
+    # at 1:1 (a `// noqa` on the include line could not silence it); the host compiler's
+    # include chain names the unit's line
+    from occlint.engine import errors_by_file_of
+    from occlint.toolchain.ptxas import parse_errors
+
+    errors = parse_errors(NESTED_MISSING, "app/a.cu", "sm_90")
+    assert [(e.path, e.line, e.included_from) for e in errors] == [
+        ("inc/top.h", 2, ("app/a.cu", 4)), ("app/b.cu", 3, None)]
+    placed = errors_by_file_of(errors[:1], ["app/a.cu"], {"app/a.cu": '#include "mid.h"\n'})
+    assert [(e.line, e.message) for e in placed["app/a.cu"]] == [
+        (4, "inc/top.h:2: missing_config.h: No such file or directory")]
+
+
 def test_an_undefined_identifier_of_a_cuda_library_names_its_header():
     # ParRes/Kernels' cuBLAS files without the Makefile's -DPRK_USE_CUBLAS: 17 OCC900 "identifier
     # "cublasHandle_t" is undefined" with no hint, where a missing header names its package

@@ -198,7 +198,9 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
                                        warn=lambda why: note(unlinked(unit, arch, why)))
         errors = [
             CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
-                         e.arch, e.kind, e.kernel, unit)
+                         e.arch, e.kind, e.kernel, unit, included_from=None if e.included_from is None
+                         else (_display_path(st.restore(e.included_from[0]), cwd, unit),
+                               e.included_from[1]))
             for e in parse_errors(out, st.source, arch)
         ]
         if code != 0 and not errors:

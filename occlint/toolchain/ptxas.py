@@ -80,6 +80,9 @@ _FRONT = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?(error|fatal error)(?: 
 # f.cu:1:10: fatal error: ...
 _GCC = re.compile(r"^(.+?):(\d+):(?:(\d+):)? (error|fatal error): (.*)$")
 _NVCC = re.compile(r"^nvcc (?:fatal|error)\s*:\s*(.*)$")
+# the host compiler's include chain before an error: "In file included from inc/mid.h:2," then
+# "                 from app/a.cu:4:"
+_INCLUDED = re.compile(r"^(?:In file included|\s+) from (.+?):(\d+)[,:]$")
 # the front end's "detected during: instantiation of ... at line 8 of vec.cu" under an error
 _AT_LINE = re.compile(r"^\s+(?:detected during\s+)?(?:instantiation|implicit generation)\b.* at line "
                       r"(\d+) of (.+?)\s*$")
@@ -90,8 +93,14 @@ def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileE
     out: list[CompileError] = []
     ptx_lines: set[str] = set()
     origins: dict[int, tuple[str, int]] = {}     # error index -> the outermost instantiation
+    chain: tuple[str, int] | None = None         # the include chain's last (outermost) file
     for line in text.splitlines():
         line = line.rstrip()
+        m = _INCLUDED.match(line)
+        if m:
+            chain = (m.group(1), int(m.group(2)))
+            continue
+        outer, chain = chain, None
         m = _FRONT.match(line)
         if m:
             kind = "fatal" if "catastrophic" in line or m.group(3) == "fatal error" else "error"
@@ -107,7 +116,7 @@ def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileE
             col = int(m.group(3)) if m.group(3) else None
             kind = "fatal" if m.group(4) == "fatal error" else "error"
             out.append(CompileError(m.group(1), int(m.group(2)), col, m.group(5).strip(),
-                                    arch, kind, None, unit))
+                                    arch, kind, None, unit, included_from=outer))
             continue
         m = _PTXAS_DIAG.match(line)
         if m:
