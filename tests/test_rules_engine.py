@@ -245,3 +245,25 @@ def test_occ003_at_a_block_the_kernels_code_is_written_for_says_so():
     [f] = lint_source(text, "k.cu", usage, Config(arch=("sm_86",), select=("OCC003",)))
     assert f.message.endswith("but the kernel's code is written for 32 threads (its `BLOCK` is "
                               "32 here): other template arguments or code as well")
+
+
+def test_a_dynamic_size_of_the_launching_templates_type_is_read_per_call():
+    # cudpp's mergesort: `BLOCKSORT_SIZE * sizeof(T) + ...` in runMergeSort<T>, called with int,
+    # unsigned int and float: 8192 B at every call; k<T> with T = float or double: each
+    # instantiation at its own size (double's 64 KiB needs the opt-in: OCC022 names k<double>)
+    from occlint.source import parse
+
+    text = ("template <typename T> __global__ void k(T* x) { extern __shared__ char s[]; }\n"
+            "template <typename T> void sortish(T* x, int g) {\n"
+            "  k<T><<<g, 128, 1024 * sizeof(T) + 1024 * sizeof(unsigned)>>>(x);\n}\n"
+            "template <typename T> void wide(T* x, int g) { k<T><<<g, 256, 8192 * sizeof(T)>>>(x); }\n"
+            "void run(void* x, int g) {\n  sortish<int>((int*)x, g); sortish<float>((float*)x, g);\n"
+            "  wide<float>((float*)x, g); wide<double>((double*)x, g);\n}\n")
+    a, b = parse(text, "k.cu").launches
+    assert (a.block.total, a.dynamic_smem, a.bindings) == (128, 8192, ())
+    assert (b.block.total, b.dynamic_smem, b.bindings) == (
+        256, None, ((("float",), 256, 32768), (("double",), 256, 65536)))
+    usage = [Usage("k", "sm_90", 16, template_args=(t,)) for t in ("int", "float", "double")]
+    findings = lint_source(text, "k.cu", usage, Config(arch=("sm_90",), select=("OCC022",)))
+    assert [(f.code, f.span.line, f.kernel) for f in findings] == [("OCC022", 5, "k")]
+    assert "`k<double>`" in findings[0].message and findings[0].fix is None

@@ -99,6 +99,13 @@ def callee_parts(node) -> tuple[str | None, list]:
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 
+def _bound_type(arg, bind) -> str | None:
+    """The type a binding gives a template argument that names a type parameter (`T` bound to
+    `float`), as nvcc's instantiations are matched (link.template_arg)."""
+    v = bind.get(b"".join(arg.text.split()))
+    return v if isinstance(v, str) and v else None
+
+
 def _argc(call) -> int | None:
     """How many arguments a chevron launch passes the kernel."""
     args = call.child_by_field_name("arguments")
@@ -334,22 +341,24 @@ class LaunchReader:
             choices = ()
         tvalues = self.template_values(targs, scope)
         bindings: tuple = ()
-        if b.total is None and not runtime and not choices:
+        if (b.total is None or dyn is None) and not runtime and not choices:
             per, bound = self._instantiated(block, smem, targs, scope, call) or (None, ())
-            if per is not None and len({p[0] for p in per}) == 1:
-                smems, values = {p[1] for p in per}, {p[2] for p in per}
+            totals = {p[0] for p in per} if per is not None else set()
+            smems, values = {p[1] for p in per or ()}, {p[2] for p in per or ()}
+            if len(totals) == 1:
                 b = Dim3(per[0][0], 1, 1, b.text)
-                dyn = dyn if dyn is not None else (smems.pop() if len(smems) == 1 else None)
+            if len(totals) == 1 and len(smems) == 1:
+                dyn = dyn if dyn is not None else smems.pop()
                 one = values.pop() if len(values) == 1 else ()
                 tvalues = one or tvalues
-            elif per is not None and targs:     # one block per instantiation of the kernel
+            elif per is not None and targs:     # one configuration per instantiation
                 # only when each binding names its instantiation: an argument written with a
                 # parameter the calls bind (`k<Ktraits>`, `Ktraits = Tr<kNThreads>`) but with no
                 # value would pair every block with every instantiation
                 if all(v is not None or not bound.intersection(self._template_words(a, call))
                        for _t, _d, tv in per for a, v in zip(targs, tv, strict=False)):
                     bindings = tuple((tv, total, d) for total, d, tv in per)
-            elif per is not None and None not in {p[1] for p in per}:
+            elif per is not None and len(totals) > 1 and None not in smems:
                 choices = tuple(dict.fromkeys((p[0], p[1]) for p in per))
         return Launch(
             callee=name, path=ctx.path, span=tx.node_span(call),
@@ -401,7 +410,8 @@ class LaunchReader:
             if total is None or total < 1:
                 return None
             out.append((total, self.env.value(smem, scope, bind) if smem is not None else 0,
-                        tuple(self.env.value(a, scope, bind) for a in targs)))
+                        tuple(_bound_type(a, bind) or self.env.value(a, scope, bind)
+                              for a in targs)))
         out = list(dict.fromkeys(out))
         bound = frozenset(n.decode("utf-8", "replace") for bind in binds for n in bind)
         return (tuple(out), bound) if len(out) <= MAX_VALUES else None

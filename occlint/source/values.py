@@ -257,19 +257,22 @@ def _written_template_args(call) -> list:
         if f is not None and f.type == "template_function" else []
 
 
-def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
+def template_bindings(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
     """One binding of template function `fn`'s parameters per live call in this file (outside
     it) that writes its template arguments (`launch<128, 4, float>(...)`: the values known at
-    the call; type arguments stay unbound); None when `fn` is not a template, has no call, or a
-    call leaves an argument without a default to deduction."""
+    the call; a type parameter to the type written, as `sizeof(T)` reads it: cudpp's
+    `runMergeSort<int>`); None when `fn` is not a template, has no call, or a call leaves an
+    argument without a default to deduction."""
     t = fn.parent
     if t is None or t.type != "template_declaration":
         return None
     names = _template_parameters(t)
     plist = t.child_by_field_name("parameters")
+    params = [p for p in (plist.named_children if plist is not None else ()) if p.type != "comment"]
     needed = sum(p.type not in ("optional_parameter_declaration",
-                                "optional_type_parameter_declaration")
-                 for p in (plist.named_children if plist is not None else ()))
+                                "optional_type_parameter_declaration") for p in params)
+    kinds = [p.type in ("type_parameter_declaration", "optional_type_parameter_declaration")
+             for p in params]
     ident = _defined_name(fn)
     if ident is None:
         return None
@@ -285,9 +288,10 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int]] | None:
         if len(targs) < needed:
             return None
         scope = ctx.scope_of(call.start_byte)
-        bind = {}
-        for name, arg in zip(names, targs, strict=False):    # (defaulted ones unbound)
-            v = ctx.env.value(arg, scope)
+        bind: dict[bytes, int | str] = {}
+        for name, arg, is_type in zip(names, targs, kinds, strict=False):   # (defaulted: unbound)
+            v = ctx.env.value(arg, scope) if not is_type else \
+                " ".join(arg.text.decode("utf-8", "replace").split()) or None
             if v is not None and name:
                 bind[name] = v
         out.append(bind)
