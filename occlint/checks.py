@@ -912,10 +912,13 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
     kernels = {kf.kernel.qualname: kf.kernel for kf in facts.kernels}
     over = [kf for kf in facts.kernels if kf.static_over_limit is not None]
     archs: dict[str, list[str]] = {}         # one error, every arch it failed for, in order
+    units: dict[str, list[str]] = {}         # and every unit whose compile it was, in order
     hits: list[Hit] = []
     for err in facts.compile_errors:
         if err.arch and err.arch not in archs.setdefault(err.message.strip(), []):
             archs[err.message.strip()].append(err.arch)
+        if err.unit and err.unit not in units.setdefault(err.message.strip(), []):
+            units[err.message.strip()].append(err.unit)
     for err in facts.compile_errors:
         if over and "shared data" in err.message:
             continue    # OCC021 already names this cause at the declaration
@@ -938,6 +941,7 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         every = len(failed) > 1 and set(facts.archs) <= set(failed)
         values = {"message": err.message.strip(), "compiler": err.compiler,
                   "arch": f"every target arch ({len(failed)})" if every else ", ".join(failed)}
+        values["message"] += _units_note(units.get(err.message.strip(), []), facts.path)
         hits.append(Hit("OCC900", span, values, "with_arch" if failed else "message",
                         failed[0] if len(failed) == 1 else None, err.kernel, None, ()))
     if len(hits) > MAX_COMPILE_ERRORS:      # a cascade (how-to-optim's include-less PyTorch
@@ -949,3 +953,16 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
 
 
 MAX_COMPILE_ERRORS = 10         # OCC900 findings per file
+
+
+def _units_note(units: list[str], path: str) -> str:
+    """Which units' compiles an error of a header (`path`) stood in, when they are not the file
+    itself (bitsandbytes' compat.cuh: one `cublasLt.h` error for 5 units, none named)."""
+    from occlint.commands.summary import plural
+    real = os.path.realpath(path)
+    others = [u for u in units if os.path.realpath(u) != real]
+    if not others:
+        return ""
+    names = ", ".join(os.path.basename(u) for u in others[:4])
+    more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+    return f" (compiling {plural(len(others), 'unit')}: {names}{more})"

@@ -267,3 +267,20 @@ def test_a_dynamic_size_of_the_launching_templates_type_is_read_per_call():
     findings = lint_source(text, "k.cu", usage, Config(arch=("sm_90",), select=("OCC022",)))
     assert [(f.code, f.span.line, f.kernel) for f in findings] == [("OCC022", 5, "k")]
     assert "`k<double>`" in findings[0].message and findings[0].fix is None
+
+
+def test_a_headers_compile_error_names_the_units_it_stood_in():
+    # bitsandbytes without cuBLAS: one OCC900 at compat.cuh:181 stood for 5 units' compiles and
+    # named none of them, so a user could not tell how much of the project went unmeasured
+    from occlint.model import CompileError
+
+    text = "#pragma once\n#include <cublasLt.h>\n"
+    units = ("csrc/kernels.cu", "csrc/gemm_4bit.cu", "csrc/a.cu", "csrc/b.cu", "csrc/c.cu")
+    errors = [CompileError("compat.cuh", 2, 10, "`cublasLt.h` not found", arch, "fatal", None, u)
+              for u in units for arch in ("sm_80", "sm_90")]
+    [f] = lint_source(text, "compat.cuh", [], Config(arch=("sm_80", "sm_90")), compile_errors=errors)
+    assert f.message == ("nvcc failed for every target arch (2): `cublasLt.h` not found (compiling "
+                         "5 units: kernels.cu, gemm_4bit.cu, a.cu, b.cu and 1 more)")
+    [own] = lint_source(text, "csrc/a.cu", [], Config(arch=("sm_80",)), compile_errors=[
+        CompileError("csrc/a.cu", 2, 10, "`x.h` not found", "sm_80", "fatal", None, "csrc/a.cu")])
+    assert own.message == "nvcc failed for sm_80: `x.h` not found"
