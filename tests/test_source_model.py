@@ -1191,3 +1191,15 @@ def test_a_kernel_after_uses_of_a_macro_that_ends_its_own_statement_is_read():
     sf = parse(text)
     assert [(k.name, k.launch_bounds.max_threads) for k in sf.kernels] == [("kC", 128)]
     assert [(la.callee, la.block.total) for la in sf.launches] == [("kC", 128)]
+
+
+def test_a_switch_on_a_dim3_field_gives_each_case_its_block():
+    # cudpp's reduce: `switch (dimBlock.x) { case 512: reduce<512><<<grid, dimBlock>>>` (20
+    # launches whose block a reader knows from the case); a size dispatch, as a `switch (n)` is
+    text = ("template <int BS> __global__ void r(float* o) {}\n"
+            "void run(float* o, unsigned t, int g) {\n  dim3 dimBlock(t, 1, 1);\n"
+            "  switch (dimBlock.x) {\n  case 512: r<512><<<g, dimBlock>>>(o); break;\n"
+            "  case 128: r<128><<<g, dimBlock>>>(o); break;\n  default: r<1><<<g, dimBlock>>>(o);\n  }\n"
+            "  r<2><<<g, dimBlock>>>(o);\n}\n")
+    got = [(la.block.total, la.dispatch) for la in parse(text).launches]
+    assert got == [(512, True), (128, True), (None, False), (None, False)]

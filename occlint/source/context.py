@@ -414,7 +414,7 @@ class Context:
         case, equal = cases.get(name), ifs.get(name)
         if case is None and equal is None:
             return None
-        local = self.local(scope, name)
+        local = self.local(scope, name.split(b".")[0])      # (`dimBlock.x`: dimBlock's)
         if local is None or local.written:
             return None
         if case is None:
@@ -450,6 +450,9 @@ class Context:
                     inner = cond.named_children if cond is not None else []
                     if len(inner) == 1 and inner[0].type == "identifier":
                         cases.setdefault(inner[0].text, p)
+                    elif len(inner) == 1 and inner[0].type == "field_expression" and \
+                            _DIM3_FIELD.fullmatch(inner[0].text):
+                        cases.setdefault(b"".join(inner[0].text.split()), p)   # `dimBlock.x`
                 elif p.type == "if_statement":
                     for name, value in _equality(p, site):
                         ifs.setdefault(name, value)
@@ -853,6 +856,9 @@ def _snippet_function(code: bytes, match) -> tuple | None:
             _SNIPPET_FUNCTIONS.clear()
         hit = _SNIPPET_FUNCTIONS[text] = (tree, got)       # the tree keeps its nodes alive
     return hit[1]
+
+
+_DIM3_FIELD = re.compile(rb"[A-Za-z_]\w*\s*\.\s*[xyz]")
 
 
 def _template_parameters(template) -> list[bytes]:

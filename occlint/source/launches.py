@@ -167,11 +167,26 @@ class LaunchReader:
                 base = self._initial(init, scope, depth, text, bind)
                 if local.written:       # `dim3 t(32); k<<<g, t>>>(); t.x = 128; k<<<g, t>>>();`
                     return self._rewritten(local, init, base, node, scope, text, bind)
-                return base
+                return self._cased(node.text, base, scope)
         v = self.env.value(node, scope, bind)
         if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
             return Dim3(_extent(v), 1, 1, text)
         return Dim3(None, None, None, text)      # maybe a dim3 we cannot see: y and z unknown
+
+    def _cased(self, name: bytes, d: Dim3, scope) -> Dim3:
+        """A never-written dim3 local at a launch inside `case C:` of `switch (name.x)` (cudpp's
+        reduce: `switch (dimBlock.x) { case 512: k<512><<<grid, dimBlock>>>`): that field is C
+        there (`Context.switch_value`; a size dispatch)."""
+        site = self.env.site
+        if site is None or b"switch" not in self.ctx.data:
+            return d
+        vals = [d.x, d.y, d.z]
+        for i, f in enumerate((b"x", b"y", b"z")):
+            v = self.ctx.switch_value(scope, name + b"." + f, site)
+            if v is not None:
+                vals[i] = _extent(v)
+                self.env._narrowed += 1       # (a value of this site: kept out of the memos)
+        return Dim3(vals[0], vals[1], vals[2], d.text)
 
     def _integral(self, node, scope) -> bool:
         """A local or parameter declared with an integer type."""
