@@ -101,10 +101,8 @@ _NOT_PER_THREAD = {b"__shared__", b"static", b"extern", b"__constant__", b"__dev
                    b"__managed__", b"constexpr"}
 
 
-def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
-    """Words of the per-thread arrays declared in the kernel's body (not shared, static or
-    constant), sizes evaluated under `bind`."""
-    out: list[int | None] = []
+def _declarations(ctx, kn):
+    """The live declarations of the kernel's body, outside lambdas."""
     stack = [kn.body] if kn.body is not None else []
     while stack:
         node = stack.pop()
@@ -112,8 +110,16 @@ def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
             continue
         if node.type != "declaration":
             stack.extend(node.named_children)
-            continue
-        if ctx.dead(node) or qualifiers(node) & _NOT_PER_THREAD:
+        elif not ctx.dead(node):
+            yield node
+
+
+def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
+    """Words of the per-thread arrays declared in the kernel's body (not shared, static or
+    constant), sizes evaluated under `bind`."""
+    out: list[int | None] = []
+    for node in _declarations(ctx, kn):
+        if qualifiers(node) & _NOT_PER_THREAD:
             continue
         type_node = node.child_by_field_name("type")
         if type_node is None:
@@ -132,17 +138,10 @@ def _constants(ctx, kn, bind, bindings) -> tuple[tuple[str, int], ...]:
     """`Specialized.constants`: the bound integer template parameters, then the `const` or
     `constexpr` integer locals of the kernel's body evaluated under `bind`."""
     out = [(name, v) for name, v in bindings if isinstance(v, int) and not isinstance(v, bool)]
-    stack = [kn.body] if kn.body is not None else []
     scope = kn.node.start_byte
-    while stack:
-        node = stack.pop()
-        if node.type == "lambda_expression":
-            continue
-        if node.type != "declaration":
-            stack.extend(node.named_children)
-            continue
+    for node in _declarations(ctx, kn):
         type_node = node.child_by_field_name("type")
-        if ctx.dead(node) or not qualifiers(node) & {b"const", b"constexpr"} or type_node is None \
+        if not qualifiers(node) & {b"const", b"constexpr"} or type_node is None \
                 or not types.is_integral(" ".join(ctx.tx.node_text(type_node).split())):
             continue
         for d in node.children_by_field_name("declarator"):
