@@ -167,7 +167,7 @@ def defines_kernels(path: str, memo: dict | None = None) -> bool:
         data = read_regular(path)
     except OSError:
         return False
-    from occlint.source.text import blank_noise     # (cuda-samples' helper_image.h prints "<<<")
+    from occlint.source.text import blank_noise  # (cuda-samples' helper_image.h prints "<<<")
     return b"__global__" in data or (b"<<<" in data and b"<<<" in blank_noise(data)) or \
         uses_included_macro(path, data, memo if memo is not None else {})
 

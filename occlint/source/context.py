@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from occlint.source import types
 from occlint.source.classes import class_constants
-from occlint.source.consteval import (  # noqa: F401 (declarator_name, qualifiers: theirs)
+from occlint.source.consteval import (
     Env,
     Local,
     declarator_name,

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
-from occlint.source.build import parsed_for
 from occlint.source import types
+from occlint.source.build import parsed_for
 from occlint.source.context import qualifiers
 from occlint.source.kernels import macro_bounds, split_args
 from occlint.source.shared import _dims, evaluate
