@@ -965,4 +965,6 @@ def _units_note(units: list[str], path: str) -> str:
         return ""
     names = ", ".join(os.path.basename(u) for u in others[:4])
     more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+    if len(others) < len(units):        # a unit that another unit includes (llm.c's test_*.cu)
+        return f" (also compiling {names}{more})"
     return f" (compiling {plural(len(others), 'unit')}: {names}{more})"

@@ -208,6 +208,8 @@ def instantiations(usages: Sequence[Usage], kernel: Kernel, launch: Launch | Non
     one = instantiation(usages, kernel, launch)
     if one is not None or launch is None or not kernel.template_params:
         return [one] if one is not None else []
+    if not launch.template_args and launch.arg_types:
+        usages = _by_deduction(usages, deduced(kernel, launch))
     out = []
     for u in usages:
         got = template_args(u.template_args)
@@ -217,6 +219,49 @@ def instantiations(usages: Sequence[Usage], kernel: Kernel, launch: Launch | Non
                                                    got, strict=False)):
             out.append(u)
     return out
+
+
+def deduced(kernel: Kernel, launch: Launch) -> tuple[str | None, ...]:
+    """Each template parameter of `kernel` as C++ deduces it from the argument types the launch
+    shows (`Launch.arg_types`: `col2im<<<g, b>>>((const half *)src, ...)` with `const T * col`
+    gives T = half); None where no argument deduces it, or two disagree."""
+    out: dict[str, str | None] = {}
+    for param, arg in zip(kernel.params, launch.arg_types, strict=False):
+        m = _PARAM.fullmatch(param)
+        if arg is None or m is None:
+            continue
+        pattern = _plain_type(m.group(1))
+        base = pattern.rstrip("*")
+        stars = len(pattern) - len(base)
+        if base not in kernel.template_params or not arg.endswith("*" * stars):
+            continue
+        got = arg[:len(arg) - stars] if stars else arg
+        if got and out.get(base, got) == got:
+            out[base] = got
+        else:
+            out[base] = None            # (two arguments that disagree: not deduced)
+    return tuple(out.get(p) for p in kernel.template_params)
+
+
+_PARAM = re.compile(r"\s*(.*?[\w*&\s])\s*[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*")
+
+
+def _plain_type(text: str) -> str:
+    """A parameter's type as `source.launches._type_text` writes an argument's."""
+    t = re.sub(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class)\b", " ", text)
+    return re.sub(r"\s*\*\s*", "*", " ".join(t.split())).strip()
+
+
+def _by_deduction(usages: Sequence[Usage], types: tuple[str | None, ...]) -> Sequence[Usage]:
+    """The usages whose template arguments agree with the deduced `types`; all of them when
+    none does (a typedef nvcc spells otherwise: never a guess narrowed to nothing)."""
+    if not any(types):
+        return usages
+    kept = [u for u in usages
+            if all(t is None or (i < len(u.template_args) and
+                                 template_arg(t) == template_arg(u.template_args[i]))
+                   for i, t in enumerate(types))]
+    return kept or usages
 
 
 def _is(value, written: str, got: str) -> bool:

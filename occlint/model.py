@@ -153,6 +153,10 @@ class Launch:
     dispatch: bool = False    # the block is one `case` of a `switch` on it (a size dispatch)
     computed: bool = False    # the block comes from a call of a function of the file (iDivUp(w, 16))
     argc: int | None = None   # the kernel's arguments (a chevron launch): picks an overload
+    # each kernel argument's type where the source shows it (a cast, `static_cast<float *>(p)`,
+    # a local or parameter of the launching function), else None: deduces a template kernel's
+    # type arguments when the launch writes none (link.deduced)
+    arg_types: tuple[str | None, ...] = ()
     # an unknown block written with template parameters of the launching function
     # (`Ktraits::kNThreads`): the parameter names, for saying why it is unknown
     block_template: tuple[str, ...] = ()

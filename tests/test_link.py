@@ -132,3 +132,27 @@ def test_an_enumerator_template_argument_matches_nvccs_cast_form():
     k = link.find_kernel(sf, "reduction")
     usages = [_u("reduction", ["double", "(RED)0"]), _u("reduction", ["double", "(RED)1"])]
     assert [link.instantiation(usages, k, la) for la in sf.launches] == usages
+
+
+def test_a_launch_that_writes_no_template_arguments_runs_the_one_its_argument_types_deduce():
+    # ggml's col2im: `col2im_1d_kernel<<<g, b>>>((const half *)src, (half *)dst, ...)` at three
+    # launches (float, half, bf16) was each evaluated with every instantiation, the lowest
+    # figure told at all three; cudpp's `k<<<...>>>(Functions<2>)` the same
+    from occlint.link import deduced, instantiations
+    from occlint.source import parse
+
+    text = ("template <typename T> __global__ void k(const T * __restrict__ col, T * dst, int n) {}\n"
+            "void run(void* a, void* b, int n, float* f) {\n"
+            "  k<<<1, 256>>>((const float *)a, (float *)b, n);\n"
+            "  k<<<1, 256>>>(static_cast<const half *>(a), (half *)b, n);\n"
+            "  k<<<1, 256>>>(f, (float *)b, n);\n"
+            "  k<<<1, 256>>>((const my_t *)a, (my_t *)b, n);\n"
+            "  k<<<1, 256>>>((const float *)a, (half *)b, n);\n}\n")
+    sf = parse(text, "k.cu")
+    [kernel] = sf.kernels
+    got = [deduced(kernel, la) for la in sf.launches]
+    assert got == [("float",), ("half",), ("float",), ("my_t",), (None,)]
+    usages = [_u("k", ("float",), regs=20), _u("k", ("__half",), regs=40)]
+    picked = [[u.registers for u in instantiations(usages, kernel, la)] for la in sf.launches]
+    # (my_t: a typedef nvcc spells otherwise matches none: every instantiation, never none)
+    assert picked == [[20], [40], [20], [20, 40], [20, 40]]

@@ -284,3 +284,8 @@ def test_a_headers_compile_error_names_the_units_it_stood_in():
     [own] = lint_source(text, "csrc/a.cu", [], Config(arch=("sm_80",)), compile_errors=[
         CompileError("csrc/a.cu", 2, 10, "`x.h` not found", "sm_80", "fatal", None, "csrc/a.cu")])
     assert own.message == "nvcc failed for sm_80: `x.h` not found"
+    # llm.c: train_gpt2_fp32.cu is a unit that test_gpt2_fp32.cu includes
+    [both] = lint_source(text, "csrc/a.cu", [], Config(arch=("sm_80",)), compile_errors=[
+        CompileError("csrc/a.cu", 2, 10, "`x.h` not found", "sm_80", "fatal", None, unit)
+        for unit in ("csrc/a.cu", "csrc/test_a.cu")])
+    assert both.message == "nvcc failed for sm_80: `x.h` not found (also compiling test_a.cu)"

@@ -99,6 +99,17 @@ def callee_parts(node) -> tuple[str | None, list]:
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 
+_CASTS = frozenset((b"static_cast", b"reinterpret_cast", b"const_cast"))
+
+
+def _type_text(text: bytes) -> str | None:
+    """A type as link.deduced compares it: no cv-qualifiers or `__restrict__`, one space
+    between words, stars kept (`const half *` -> `half*`)."""
+    t = re.sub(rb"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class)\b", b" ", text)
+    t = re.sub(rb"\s*\*\s*", b"*", b" ".join(t.split()))
+    return t.decode("utf-8", "replace").strip() or None
+
+
 def _bound_type(arg, bind) -> str | None:
     """The type a binding gives a template argument that names a type parameter (`T` bound to
     `float`), as nvcc's instantiations are matched (link.template_arg)."""
@@ -389,11 +400,56 @@ class LaunchReader:
             choices=choices, bindings=bindings,
             sweep="array" in trace and len({c[0] for c in choices}) >= 3,
             dispatch=dispatch, computed=computed, argc=_argc(call) if kind == "chevron" else None,
+            arg_types=self._arg_types(call, scope) if kind == "chevron" and not targs else (),
             block_template=self._template_words(block, call)
             if b.total is None and not choices and not bindings else (),
             block_parameter=b.total is None and not choices and not bindings and
             self._is_parameter(block, scope),
         )
+
+    def _arg_types(self, call, scope) -> tuple[str | None, ...]:
+        """`Launch.arg_types` of a chevron launch that writes no template arguments."""
+        args = call.child_by_field_name("arguments")
+        if args is None or scope is None:
+            return ()
+        out = [self._type_of(a, scope) for a in args.named_children if a.type != "comment"]
+        return tuple(out) if any(out) else ()
+
+    def _type_of(self, node, scope) -> str | None:
+        """The type an argument expression has where the source writes it: a cast's, or a local's
+        or parameter's declared type with its pointer stars (`float *d_x` -> `float*`)."""
+        t = node.type
+        if t == "parenthesized_expression" and node.named_child_count == 1:
+            return self._type_of(node.named_children[0], scope)
+        if t == "cast_expression":
+            ty = node.child_by_field_name("type")
+            return _type_text(ty.text) if ty is not None else None
+        if t == "call_expression":          # static_cast<float *>(p), reinterpret_cast<...>(p)
+            fn = node.child_by_field_name("function")
+            name = fn.child_by_field_name("name") if fn is not None and \
+                fn.type == "template_function" else None
+            targs = fn.child_by_field_name("arguments") if name is not None else None
+            if name is not None and name.text in _CASTS and targs is not None and \
+                    targs.named_child_count == 1:
+                return _type_text(targs.named_children[0].text)
+            return None
+        if t != "identifier":
+            return None
+        local = self.env.local(scope, node.text, node)
+        if local is None or len(local.decls) != 1 or local.whole_written:
+            return None
+        type_text, decl = local.decls[0]
+        if decl.type not in ("init_declarator", "parameter_declaration", "declaration",
+                             "optional_parameter_declaration"):
+            return None
+        d = decl.child_by_field_name("declarator")
+        stars = 0
+        while d is not None and d.type in ("pointer_declarator", "init_declarator"):
+            stars += d.type == "pointer_declarator"
+            d = d.child_by_field_name("declarator")
+        if d is None or d.type != "identifier":
+            return None                 # an array, a reference, a function pointer
+        return _type_text(type_text + b"*" * stars)
 
     def _unaliased(self, name: str) -> str:
         """A kernel named through an object-like macro that is another name (xmrig's `#define
