@@ -144,32 +144,59 @@ def excluded(path: str, config) -> bool:
     return False
 
 
-def _wanted(path: str, config=None, memo: dict | None = None) -> str | None:
+def _wanted(path: str, config=None, headers: _Headers | None = None) -> str | None:
     if is_cuda(path):
         return "cuda"
     if is_build_file(path):
         return "build"
     if config is not None and path.endswith(CPP_SUFFIXES) and is_unit(path, config):
         return "cuda"
-    if config is not None and path.endswith(HEADER_SUFFIXES) and defines_kernels(path, memo):
-        return "cuda"
+    if config is not None and path.endswith(HEADER_SUFFIXES):
+        return (headers or _Headers()).kind(path)
     return None
 
 
-def defines_kernels(path: str, memo: dict | None = None) -> bool:
-    """A C++ header (`.h`, `.hpp`, `.hxx`, `.inl`, ...) that writes `__global__` or `<<<`, or
-    a macro of a header it includes that is `__global__` or launches (`uses_included_macro`,
-    `memo` its memo): its kernels and launches are CUDA a unit includes (llama_cu_awq's
-    gpu_kernels.h, xmrig's hash.hpp, miniBUDE's fasten.hpp, pytorch3d's pulsar `*.device.h`,
-    moderngpu's transform.hxx), linted as a `.cuh` is, through its includers."""
-    from occlint.toolchain.includers import uses_included_macro
-    try:
-        data = read_regular(path)
-    except OSError:
-        return False
-    from occlint.source.text import blank_noise  # (cuda-samples' helper_image.h prints "<<<")
-    return b"__global__" in data or (b"<<<" in data and b"<<<" in blank_noise(data)) or \
-        uses_included_macro(path, data, memo if memo is not None else {})
+class _Headers:
+    """Discovery's reading of C++ headers (`.h`, `.hpp`, `.hxx`, `.inl`, ...): one that writes
+    `__global__` or a `<<<` launch (outside strings and comments) is CUDA a unit includes
+    (llama_cu_awq's gpu_kernels.h, xmrig's hash.hpp, moderngpu's transform.hxx), linted as a
+    `.cuh` is, through its includers. One that writes neither waits for the walk's end: it is
+    CUDA when it uses, outside a directive, a macro some header read in the walk defines to be
+    `__global__` or to launch (pytorch3d's pulsar: `GLOBAL void fill(...)`,
+    `LAUNCH_PARALLEL_1D(...)` in `*.device.h`). Each header is read once."""
+
+    def __init__(self):
+        self.launch_macros: set[bytes] = set()
+        self.kernel_macros: set[bytes] = set()
+        self.pending: dict[str, bytes] = {}
+
+    def kind(self, path: str) -> str | None:
+        try:
+            data = read_regular(path)
+        except OSError:
+            return None
+        if b"#" in data and (b"<<<" in data or b"__global__" in data):
+            from occlint.source.preproc import kernel_macros, launch_macros
+            self.launch_macros.update(launch_macros(data))
+            self.kernel_macros.update(kernel_macros(data))
+        if b"__global__" in data:
+            return "cuda"
+        at = data.find(b"<<<")
+        if at >= 0:
+            from occlint.source.text import blank_noise    # (helper_image.h prints "<<<")
+            while at >= 0:          # a `<<<` its own line does not hold in a string or comment
+                start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+                if b"<<<" in blank_noise(data[start:end if end >= 0 else len(data)]):
+                    return "cuda"
+                at = data.find(b"<<<", end) if end >= 0 else -1
+        self.pending[os.path.normpath(path)] = data
+        return "maybe"
+
+    def kept(self, path: str) -> bool:
+        """Does a header that waited use one of the walk's kernel or launch macros?"""
+        from occlint.toolchain.includers import uses_macros
+        data = self.pending.get(path)
+        return data is None or uses_macros(data, self.launch_macros, self.kernel_macros)
 
 
 def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:
@@ -179,14 +206,14 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
     cuda: list[str] = []
     builds: list[str] = []
     seen: set = set()
-    macros: dict = {}           # a header's macros (defines_kernels), read once per discovery
+    headers = _Headers()
 
     def add(path: str, kind: str) -> None:
         key = _identity(path)
         if key in seen:
             return
         seen.add(key)
-        (cuda if kind == "cuda" else builds if kind == "build" else python).append(path)
+        (cuda if kind in ("cuda", "maybe") else builds if kind == "build" else python).append(path)
 
     for given in paths:
         if not os.path.exists(given):
@@ -213,12 +240,14 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                 if not name.endswith(_SUFFIXES) and name not in BUILD_NAMES:
                     continue                    # no kind: not joined, stat'ed or read
                 path = os.path.join(folder, name)
-                kind = _wanted(path, config, macros) or ("python" if python is not None and
+                kind = _wanted(path, config, headers) or ("python" if python is not None and
                                                  is_python(path) and names_a_framework(path)
                                                  else None)
                 if kind and not ignore.ignored_at(os.path.join(full, name), name, False) \
                         and not excluded(path, config):
                     add(os.path.normpath(path), kind)
+    if headers.pending:
+        cuda = [p for p in cuda if headers.kept(p)]
     return cuda, builds
 
 

@@ -101,7 +101,7 @@ def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parse
     by_start = {kn.node.start_byte: kn for kn in kns if kn.body is not None}
     sns = shared_nodes(ctx, by_start, dropped)
     sns = attach_indices(ctx, sns)
-    reader = LaunchReader(ctx)
+    reader = LaunchReader(ctx, frozenset(kn.kernel.name for kn in kns if kn.kernel.template_params))
     launches, attributes = reader.api_calls()
     launches += reader.chevrons()
     in_macros = macro_launches(ctx, reader)

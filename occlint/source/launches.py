@@ -124,9 +124,13 @@ def _argc(call) -> int | None:
 
 
 class LaunchReader:
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, template_kernels: frozenset[str] = frozenset()):
         self.ctx = ctx
         self.env = ctx.env
+        # the names of the file's template kernels: a launch of one that writes no template
+        # arguments records its arguments' types (`Launch.arg_types`, link.deduced)
+        self.template_kernels = template_kernels
+        self._switches = b"switch" in ctx.data
         self.runtime: set[tuple[int | None, bytes]] = set()   # block variables chosen at run time
         for call in ctx.caps.get("api", ()):
             fn = call.child_by_field_name("function").text.lstrip(b":")
@@ -189,7 +193,7 @@ class LaunchReader:
         reduce: `switch (dimBlock.x) { case 512: k<512><<<grid, dimBlock>>>`): that field is C
         there (`Context.switch_value`; a size dispatch)."""
         site = self.env.site
-        if site is None or b"switch" not in self.ctx.data:
+        if site is None or not self._switches:
             return d
         vals = [d.x, d.y, d.z]
         for i, f in enumerate((b"x", b"y", b"z")):
@@ -400,7 +404,8 @@ class LaunchReader:
             choices=choices, bindings=bindings,
             sweep="array" in trace and len({c[0] for c in choices}) >= 3,
             dispatch=dispatch, computed=computed, argc=_argc(call) if kind == "chevron" else None,
-            arg_types=self._arg_types(call, scope) if kind == "chevron" and not targs else (),
+            arg_types=self._arg_types(call, scope) if kind == "chevron" and not targs and
+            name.split("::")[-1] in self.template_kernels else (),
             block_template=self._template_words(block, call)
             if b.total is None and not choices and not bindings else (),
             block_parameter=b.total is None and not choices and not bindings and

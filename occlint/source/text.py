@@ -141,11 +141,15 @@ def _self_ended_macro_lines(data: bytes) -> list[tuple[int, int]]:
     whose every body ends with its own `;` and launches nothing (bitsandbytes' `#define
     MAKE_X(n, T) template __global__ void k<T, n>(...);` then `MAKE_X(1, float)` lines): the
     parser, seeing no `;`, merged them with the kernel defined after them, which was lost."""
+    from occlint.source.preproc import _directives
+
     if b"define" not in data:
         return []
     ended: dict[bytes, int] = {}
-    for m in _FUNCTION_DEFINE.finditer(data):
-        body = _COMMENTS.sub(b" ", m.group(2).replace(b"\\\n", b" ")).rstrip()
+    for _s, _e, word, rest in _directives(data):
+        m = _FUNCTION_LIKE.match(rest) if word == b"define" else None
+        close = rest.find(b")", m.end()) if m is not None else -1
+        body = rest[close + 1:].replace(b"\\\n", b" ").rstrip(b" \t\r\n\\") if close > 0 else b""
         if body.endswith(b";") and not any(w in body for w in _LAUNCH_WORDS):
             ended[m.group(1)] = ended.get(m.group(1), 0) + 1
     if not ended:
@@ -155,8 +159,7 @@ def _self_ended_macro_lines(data: bytes) -> list[tuple[int, int]]:
                       unended=True)
 
 
-_FUNCTION_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\([^)\n]*\)((?:[^\n\\]|\\.)*)",
-                              re.M | re.S)
+_FUNCTION_LIKE = re.compile(rb"\s*([A-Za-z_]\w*)\(")
 _LAUNCH_WORDS = (b"<<<", b"cudaLaunch", b"cudaFuncSet", b"cudaOccupancy")
 
 

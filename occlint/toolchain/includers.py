@@ -147,7 +147,13 @@ def uses_included_macro(path: str, data: bytes, memo: dict) -> bool:
     turn (pulsar's `commands.h` routes to `gpu/commands.h`). `memo`: header path -> its
     (launch, kernel) macros, for the run: each header is read once."""
     launches, kernels, _whole = _header_macros(path, data, memo)
-    # (on a line that is not a directive: `#define LAUNCH(...)`, a host fallback, is no use)
+    return uses_macros(data, launches, kernels)
+
+
+def uses_macros(data: bytes, launches, kernels) -> bool:
+    """Does `data` call one of the launch macros `launches`, or write one of the kernel macros
+    `kernels` before a declaration, on a line that is not a directive (`#define LAUNCH(...)`,
+    a host fallback, is no use)?"""
     return any(n in data and re.search(rb"^(?![ \t]*#).*\b" + n + rb"\s*\(", data, re.M)
                for n in launches) or \
         any(n in data and re.search(rb"^(?![ \t]*#).*\b" + n + rb"\s+[A-Za-z_]", data, re.M)
