@@ -156,6 +156,10 @@ def _wanted(path: str, config=None, headers: _Headers | None = None) -> str | No
     return None
 
 
+# a `#define` line, or a macro's continued line, with `__global__` or `<<<` on it
+_MACRO_HINT = re.compile(rb"#[ \t]*define[^\n]*(?:__global__|<<<)|\\\r?\n[^\n]*<<<")
+
+
 class _Headers:
     """Discovery's reading of C++ headers (`.h`, `.hpp`, `.hxx`, `.inl`, ...): one that writes
     `__global__` or a `<<<` launch (outside strings and comments) is CUDA a unit includes
@@ -175,7 +179,8 @@ class _Headers:
             data = read_regular(path)
         except OSError:
             return None
-        if b"#" in data and (b"<<<" in data or b"__global__" in data):
+        if (b"<<<" in data or b"__global__" in data) and b"define" in data and \
+                _MACRO_HINT.search(data):           # (most headers have neither word)
             from occlint.source.preproc import kernel_macros, launch_macros
             self.launch_macros.update(launch_macros(data))
             self.kernel_macros.update(kernel_macros(data))
