@@ -201,7 +201,7 @@ class _Headers:
         """Does a header that waited use one of the walk's kernel or launch macros?"""
         from occlint.toolchain.includers import uses_macros
         data = self.pending.get(path)
-        return data is None or uses_macros(data, self.launch_macros, self.kernel_macros)
+        return data is not None and uses_macros(data, self.launch_macros, self.kernel_macros)
 
 
 def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:
@@ -212,13 +212,14 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
     builds: list[str] = []
     seen: set = set()
     headers = _Headers()
+    waiting: list = []      # (place in `cuda`, path, its absolute path, name, .gitignore rules)
 
     def add(path: str, kind: str) -> None:
         key = _identity(path)
         if key in seen:
             return
         seen.add(key)
-        (cuda if kind in ("cuda", "maybe") else builds if kind == "build" else python).append(path)
+        (cuda if kind == "cuda" else builds if kind == "build" else python).append(path)
 
     for given in paths:
         if not os.path.exists(given):
@@ -248,12 +249,32 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                 kind = _wanted(path, config, headers) or ("python" if python is not None and
                                                  is_python(path) and names_a_framework(path)
                                                  else None)
-                if kind and not ignore.ignored_at(os.path.join(full, name), name, False) \
+                if kind == "maybe":         # decided once the walk has read every header
+                    waiting.append((len(cuda), path, os.path.join(full, name), name, ignore))
+                elif kind and not ignore.ignored_at(os.path.join(full, name), name, False) \
                         and not excluded(path, config):
                     add(os.path.normpath(path), kind)
-    if headers.pending:
-        cuda = [p for p in cuda if headers.kept(p)]
+    if waiting and (headers.launch_macros or headers.kernel_macros):
+        cuda = _with_waiting(cuda, waiting, headers, config, seen)
     return cuda, builds
+
+
+def _with_waiting(found: list[str], waiting: list, headers: _Headers, config, seen: set) -> list[str]:
+    """`found` with the waiting headers that use a kernel or launch macro of the walk, each at
+    its place in the walk's order (the .gitignore and `exclude` tests made only for them)."""
+    out: list[str] = []
+    i = 0
+    for place, path, full_path, name, ignore in waiting:
+        out += found[i:place]
+        i = place
+        norm = os.path.normpath(path)
+        if headers.kept(norm) and not ignore.ignored_at(full_path, name, False) and \
+                not excluded(path, config):
+            key = _identity(norm)
+            if key not in seen:
+                seen.add(key)
+                out.append(norm)
+    return out + found[i:]
 
 
 def _identity(path: str):
