@@ -203,20 +203,24 @@ def match_usage(kernel: Kernel, usages: Iterable[Usage] | Usages) -> list[Usage]
 def instantiations(usages: Sequence[Usage], kernel: Kernel, launch: Launch | None) -> list[Usage]:
     """The usages on one arch a launch may run: `instantiation`'s one; else, for a launch of a
     template whose arguments are partly unknown here (the launching function's own parameter
-    `T`, arguments deduced from the call), every instantiation that agrees with the ones known.
+    `T`, a pack `IN...`, arguments deduced from the call), every instantiation that agrees with
+    the ones known.
     A launch in `template <class T> void run()` runs one of them per instantiation of `run`."""
     one = instantiation(usages, kernel, launch)
     if one is not None or launch is None or not kernel.template_params:
         return [one] if one is not None else []
     if not launch.template_args and launch.arg_types:
         usages = _by_deduction(usages, deduced(kernel, launch))
+    written = launch.template_args
+    if written and written[-1].endswith("..."):     # `apply<N, R, IN...>`: the pack is any rest
+        written = written[:-1]
     out = []
     for u in usages:
         got = template_args(u.template_args)
-        if len(got) < len(launch.template_args):
+        if len(got) < len(written):
             continue
-        if all(_may_be(v, a, g) for v, a, g in zip(launch.template_values, launch.template_args,
-                                                   got, strict=False)):
+        if all(_may_be(v, a, g) for v, a, g in zip(launch.template_values, written, got,
+                                                   strict=False)):
             out.append(u)
     return out
 

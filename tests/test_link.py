@@ -156,3 +156,18 @@ def test_a_launch_that_writes_no_template_arguments_runs_the_one_its_argument_ty
     picked = [[u.registers for u in instantiations(usages, kernel, la)] for la in sf.launches]
     # (my_t: a typedef nvcc spells otherwise matches none: every instantiation, never none)
     assert picked == [[20], [40], [20], [20, 40], [20, 40]]
+
+
+def test_a_launch_that_expands_a_template_pack_may_run_each_instantiation_of_the_rest():
+    # OneFlow's elementwise (how-to-optim): `apply<pack_size, R, IN...><<<g, kBlockSize>>>` in
+    # a variadic launcher matched no instantiation (`IN...` against nvcc's `float`): no figure
+    from occlint.link import instantiations
+    from occlint.source import parse
+
+    text = ("template <int N, typename R, typename... IN> __global__ void apply(R* r) {}\n"
+            "template <int N, typename R, typename... IN> void launch(R* r) {\n"
+            "  apply<N, R, IN...><<<1, 256>>>(r);\n}\n")
+    sf = parse(text, "a.cu")
+    [kernel], [la] = sf.kernels, sf.launches
+    usages = [_u("apply", ("4", "float", "float", "float")), _u("apply", ("1", "float", "float"))]
+    assert [u.template_args[0] for u in instantiations(usages, kernel, la)] == ["4", "1"]
