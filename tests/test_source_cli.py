@@ -270,6 +270,21 @@ def test_kernels_lists_a_header_written_with_a_headers_kernel_macro(tmp_path):
     assert r.stdout == "fill.device.h:2:31: kernel fill<D>\n"
 
 
+def test_a_launch_api_call_on_a_function_pointer_parameter_says_so(tmp_path):
+    # CUTLASS's launch_kernel_on_cluster: `cudaLaunchKernelExC(&cfg, kernel, kargs)` in a generic
+    # wrapper said "the block size `` is not a compile-time constant" (an empty name)
+    source = ("__global__ void k(float* x) {}\n"
+              "cudaError_t wrap(const void* kernel, cudaLaunchConfig_t cfg, void** args) {\n"
+              "  return cudaLaunchKernelExC(&cfg, kernel, args);\n}\n")
+    [r] = _launches(tmp_path, source)
+    assert r["no_occupancy"] == ("`kernel` is a variable of `wrap` (a function pointer), which "
+                                 "occlint does not follow to a kernel")
+    from occlint.commands.kernels import launch_text, why_no_occupancy
+    assert launch_text(r) == "cudaLaunchKernelEx(kernel)"
+    assert why_no_occupancy({**r, "name": "k"}, False, set()) == (
+        "the block size is not a compile-time constant (its launch configuration is not read)")
+
+
 def test_a_block_named_nowhere_through_a_local_or_beside_a_comment_says_so(tmp_path):
     # cudpp: `unsigned nThreads = CTA_THREADS;` and `dim3 threads(CTA_THREADS, 1, 1)` of a header
     # occlint did not find, or the name in a comment, gave "not a compile-time constant" (38

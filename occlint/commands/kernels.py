@@ -121,7 +121,7 @@ def launch_text(r: dict) -> str:
         config.append(r["dynamic_smem_text"])
     if r["launch_kind"] == "chevron":
         return f"{name}<<<{', '.join(config)}>>>"
-    return f"{r['launch_kind']}({name}, {', '.join(config)})"
+    return f"{r['launch_kind']}({', '.join((name, *(c for c in config if c)))})"
 
 
 NOT_COMPILED = "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
@@ -154,7 +154,8 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
     if r["block"] is None and r.get("block_parameter"):
         return PARAMETER.format(r["block_text"], r["function"] or "its function")
     if r["block"] is None and not r.get("block_choices"):
-        return NOT_CONSTANT.format(r["block_text"])
+        return NOT_CONSTANT.format(r["block_text"]) if r["block_text"] else \
+            "the block size is not a compile-time constant (its launch configuration is not read)"
     if r["dynamic_smem"] is None and not (r.get("block_choices") and all(
             b["dynamic_smem"] is not None for b in r.get("bindings", ()))):
         return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
@@ -710,11 +711,9 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
 
     out = {}
     ctx = None
-    for la in sf.launches:
-        if la.kind != "chevron":
-            continue
+    for la in sf.launches:             # (chevrons and launch API calls alike)
         name = la.callee
-        if "::" in name or find_kernel(sf, la) is not None:
+        if "::" in name or not name or find_kernel(sf, la) is not None:
             continue
         element = "[" in name                   # `fpDeriv[fp]<<<...>>>`: an array's element
         name = name.split("[", 1)[0].strip()
