@@ -1203,3 +1203,17 @@ def test_a_switch_on_a_dim3_field_gives_each_case_its_block():
             "  r<2><<<g, dimBlock>>>(o);\n}\n")
     got = [(la.block.total, la.dispatch) for la in parse(text).launches]
     assert got == [(512, True), (128, True), (None, False), (None, False)]
+
+
+def test_a_subscript_guarded_below_the_block_size_is_thread_derived():
+    # GPU MODE's privatization2.cu: `if (accessIdx >= 0 && accessIdx < blockDim.x)` around
+    # `sharedData[accessIdx]` (accessIdx = threadIdx.x + i) proves the subscript below the
+    # block's threads, as `sharedData[threadIdx.x]` is; a name written after the test does not
+    text = ("__global__ void w(const float* in, float* out, int h) {\n"
+            "  __shared__ float d[1024];\n  d[threadIdx.x] = in[threadIdx.x];\n"
+            "  for (int i = -h; i <= h; ++i) {\n    int a = threadIdx.x + i;\n"
+            "    if (a >= 0 && a < blockDim.x) out[0] += d[a];\n  }\n"
+            "  int b = threadIdx.x;\n  if (b < blockDim.x) { b += 4; out[1] = d[b]; }\n}\n")
+    [decl] = parse(text).shared
+    assert [(i.text, i.thread_derived, i.axis) for i in decl.indices] == [
+        ("threadIdx.x", True, "x"), ("a", True, "x"), ("b", False, None)]

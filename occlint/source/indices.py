@@ -73,6 +73,10 @@ class Classifier:
         a = _builtin_axis(node, b"threadIdx")
         if a is not None:
             return a
+        if depth == 0 and at is not None:
+            a = self._block_guard(node, at)
+            if a is not None:
+                return a
         if node.type == "identifier":
             init = self.alias(node)
             return self.axis(init, at, depth + 1) if init is not None else None
@@ -226,6 +230,34 @@ class Classifier:
         if not self._guard(at, _norm(base), offset.text):
             return None
         return a if self._half_block(at, offset.text) == a else None
+
+    def _block_guard(self, node, at) -> str | None:
+        """The axis A when an enclosing `if (e >= 0 && e < blockDim.A)` (or `e` nonnegative by
+        construction) whose then-branch holds `at` bounds the subscript `e` (GPU MODE's
+        privatization: `if (accessIdx >= 0 && accessIdx < blockDim.x) sum += data[accessIdx];`)."""
+        text = _norm(node)
+        if node.type == "identifier":           # a name written after the test may leave it
+            local = self.env.local(self.scope, node.text)
+            if local is None or local.written:
+                return None
+        parent, child = at.parent, at
+        while parent is not None and parent.type not in ("function_definition", "lambda_expression"):
+            if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+                below, low = None, False
+                for c in _conjuncts(parent.child_by_field_name("condition")):
+                    if c.type != "binary_expression":
+                        continue
+                    op = c.child_by_field_name("operator").text
+                    left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
+                    if op == b"<" and _norm(left) == text:
+                        below = below or _builtin_axis(right, b"blockDim")
+                    elif (op == b">=" and _norm(left) == text and self.const(right) == 0) or \
+                            (op == b"<=" and _norm(right) == text and self.const(left) == 0):
+                        low = True
+                if below is not None and (low or self.nonnegative(node, at)):
+                    return below
+            parent, child = parent.parent, parent
+        return None
 
     def _guard(self, at, base: bytes, s: bytes) -> bool:
         """An enclosing `if (base < s && ...)` whose then-branch holds `at`."""
