@@ -1217,3 +1217,24 @@ def test_a_subscript_guarded_below_the_block_size_is_thread_derived():
     [decl] = parse(text).shared
     assert [(i.text, i.thread_derived, i.axis) for i in decl.indices] == [
         ("threadIdx.x", True, "x"), ("a", True, "x"), ("b", False, None)]
+
+
+def test_a_traits_class_template_argument_gives_the_launch_its_block():
+    # flash-attention: `k<Kernel_traits><<<g, Kernel_traits::kNThreads>>>` in run_k<Kernel_traits>,
+    # called as run_k<Traits<4>> (one call: 128), run_k<Traits<8>> too (each at its own), and
+    # through one more template (run_flash_bwd -> run_flash_bwd_seqk_parallel); a type the
+    # caller leaves unbound stays unbound (every instantiation it may run, as before)
+    text = ("template <int W> struct Traits { static constexpr int kNThreads = W * 32; };\n"
+            "template <typename KT> __global__ void k(float* o) {}\n"
+            "template <typename KT> void run_k(float* o) { k<KT><<<1, KT::kNThreads>>>(o); }\n"
+            "template <typename KT> void one(float* o) { k<KT><<<2, KT::kNThreads>>>(o); }\n"
+            "template <typename KT> void inner(float* o) { k<KT><<<3, KT::kNThreads>>>(o); }\n"
+            "template <int W> void outer(float* o) { inner<Traits<W>>(o); }\n"
+            "template <typename T> __global__ void g(T* o) {}\n"
+            "template <typename T> void gl(T* o) { g<T><<<4, 256>>>(o); }\n"
+            "template <typename T> void gout(T* o) { gl<T>(o); }\n"
+            "void run(float* o) { run_k<Traits<4>>(o); run_k<Traits<8>>(o); one<Traits<2>>(o);\n"
+            "  outer<8>(o); }\n")
+    got = [(la.block.total, la.template_values, la.bindings) for la in parse(text).launches]
+    assert got == [(None, (None,), ((("Traits<4>",), 128, 0), (("Traits<8>",), 256, 0))),
+                   (64, ("Traits<2>",), ()), (256, ("Traits<8>",), ()), (256, (None,), ())]

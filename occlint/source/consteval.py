@@ -468,6 +468,15 @@ class Env:
         if name in bind:
             v = bind[name]
             return v if isinstance(v, int) else None
+        head, sep, rest = name.partition(b"::")
+        if sep and isinstance(bind.get(head), str) and bind[head] and ("t", head) not in self._active:
+            # a type parameter bound to a class (flash-attention's `Kernel_traits::kNThreads`
+            # with Kernel_traits = `Traits<4>`): that class's member, written out
+            self._active.add(("t", head))
+            try:
+                return self.text_value(bind[head].encode() + b"::" + rest, scope)
+            finally:
+                self._active.discard(("t", head))
         if name in self.macros:
             bodies = self.macros[name]
             if len(bodies) != 1 or ("m", name) in self._active:

@@ -9,6 +9,8 @@ sorted distinct values, or None when any path is unknown or there are more than 
 
 from __future__ import annotations
 
+import re
+
 from occlint.source import types
 from occlint.source.consteval import assigned_in_branches, exprs
 from occlint.source.context import (
@@ -257,12 +259,15 @@ def _written_template_args(call) -> list:
         if f is not None and f.type == "template_function" else []
 
 
-def template_bindings(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
+def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int | str]] | None:
     """One binding of template function `fn`'s parameters per live call in this file (outside
     it) that writes its template arguments (`launch<128, 4, float>(...)`: the values known at
-    the call; a type parameter to the type written, as `sizeof(T)` reads it: cudpp's
-    `runMergeSort<int>`); None when `fn` is not a template, has no call, or a call leaves an
-    argument without a default to deduction."""
+    the call; a type parameter to the type written, as `sizeof(T)` and `T::kNThreads` read it:
+    cudpp's `runMergeSort<int>`, flash-attention's `run_k<Traits<4>>`). An argument written
+    with the calling template's own parameters takes each of that template's bindings in turn
+    (two more levels: flash-attention's `run_flash_bwd` -> `run_flash_bwd_seqk_parallel`).
+    None when `fn` is not a template, has no call, a call leaves an argument without a
+    default to deduction, or there would be more than MAX_BINDINGS."""
     t = fn.parent
     if t is None or t.type != "template_declaration":
         return None
@@ -276,7 +281,7 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
     ident = _defined_name(fn)
     if ident is None:
         return None
-    out = []
+    out: list[dict[bytes, int | str]] = []
     overloaded = any(f is not fn and (d := _defined_name(f)) is not None and d.text == ident.text
                      for _s, _e, f in ctx.funcs)
     for call in calls_of(ctx, ident.text):
@@ -288,14 +293,49 @@ def template_bindings(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
         if len(targs) < needed:
             return None
         scope = ctx.scope_of(call.start_byte)
-        bind: dict[bytes, int | str] = {}
-        for name, arg, is_type in zip(names, targs, kinds, strict=False):   # (defaulted: unbound)
-            v = ctx.env.value(arg, scope) if not is_type else \
-                " ".join(arg.text.decode("utf-8", "replace").split()) or None
-            if v is not None and name:
-                bind[name] = v
-        out.append(bind)
+        caller = ctx.function_at(call.start_byte)
+        theirs = ctx._template_names(caller) if caller is not None else set()
+        outer: list = [{}]
+        if theirs and depth < 2 and any(theirs & set(_WORD.findall(a.text)) for a in targs):
+            outer = template_bindings(ctx, caller, depth + 1) or [{}]
+        for ob in outer:
+            bind: dict[bytes, int | str] = {}
+            for name, arg, is_type in zip(names, targs, kinds, strict=False):  # (defaulted: unbound)
+                v = ctx.env.value(arg, scope, ob) if not is_type else _type_bound(arg, theirs, ob)
+                if v is not None and name:
+                    bind[name] = v
+            if bind not in out:
+                out.append(bind)
+        if len(out) > MAX_BINDINGS:
+            return None
     return out or None
+
+
+MAX_BINDINGS = 64
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+def _type_bound(arg, theirs: set, ob: dict) -> str | None:
+    """A type template argument as written, with the calling template's parameters put in from
+    its binding `ob` (`Traits<KW>` with KW = 4: `Traits<4>`); None when one of them is unbound
+    (the caller's own `T`, not a type this file names)."""
+    text = b" ".join(arg.text.split())
+    if not theirs & set(_WORD.findall(text)):
+        return text.decode("utf-8", "replace") or None
+    missing = False
+
+    def put(m):
+        nonlocal missing
+        w = m.group(0)
+        if w not in theirs:
+            return w
+        v = ob.get(w)
+        if v is None or v == "":
+            missing = True
+            return w
+        return str(v).encode()
+    done = _WORD.sub(put, text)
+    return None if missing else done.decode("utf-8", "replace")
 
 
 def config_choices(ctx: Context, block, smem, scope, block_total: int | None,
