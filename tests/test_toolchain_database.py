@@ -484,6 +484,8 @@ def test_a_missing_header_the_project_has_names_its_folder(tmp_path):
         (tmp_path / d / "cuda_util.h").write_text("")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "kernel_scan.hxx").write_text("")     # hidden folders are not looked in
+    (tmp_path / "src" / "include").mkdir(parents=True)
+    (tmp_path / "src" / "include" / "nccl_device.h").write_text("")
 
     def msg(name):
         return explain_missing(f'x.cu(1): catastrophic error: cannot open source file "{name}"',
@@ -494,6 +496,9 @@ def test_a_missing_header_the_project_has_names_its_folder(tmp_path):
         "to `include-dirs` (or build with CMake and export compile_commands.json)")
     assert "below `apps/common/include` and `src/cudpp`: add the one the build uses" in msg("cuda_util.h")
     assert "this project" not in msg("absent.h") and "part of cuBLAS" in msg("cublas_v2.h")
+    # NCCL's own src/include/nccl_device.h: the project's copy, not another NCCL's wheel
+    assert msg("nccl_device.h").startswith("`nccl_device.h` not found: this project has it below "
+                                           "`src/include`")
 
 
 def test_an_api_a_newer_cuda_removed_says_what_replaced_it():

@@ -143,14 +143,16 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
     header = missing_header(message)
     if header is None:
         return message
-    known = package_for(header, cuda_major)
+    # the project's own copy first (NCCL's src/include/nccl_device.h: a wheel would bring
+    # another NCCL's headers), then a package that ships it
+    here = project_folders(header, root) if root and not add else []
+    known = package_for(header, cuda_major) if not here else None
     if known:
         library, package = known
         return (f"`{header}` not found: part of {library} (`pip install {package}`), "
                 f"or {add or 'add its folder to `include-dirs`'}")
     if add:
         return f"`{header}` not found: {add}"
-    here = project_folders(header, root) if root else []
     if len(here) == 1:
         return (f"`{header}` not found: this project has it below `{here[0]}`: add that folder "
                 "to `include-dirs` (or build with CMake and export compile_commands.json)")
