@@ -1238,3 +1238,19 @@ def test_a_traits_class_template_argument_gives_the_launch_its_block():
     got = [(la.block.total, la.template_values, la.bindings) for la in parse(text).launches]
     assert got == [(None, (None,), ((("Traits<4>",), 128, 0), (("Traits<8>",), 256, 0))),
                    (64, ("Traits<2>",), ()), (256, ("Traits<8>",), ()), (256, (None,), ())]
+
+
+def test_an_aggregate_initialized_launch_config_is_read():
+    # NCCL's ubx: `cudaLaunchConfig_t cfg = {sms, threads, 0, stream, NULL, 0};` gave block=?
+    # and "not a compile-time constant"; `= {}` then field writes left the shared memory
+    # unknown, though value-initialization makes it 0
+    text = ("__global__ void k(float* p) {}\n"
+            "void a(float* p, cudaStream_t s) {\n  cudaLaunchConfig_t cfg = {16, 256, 0, s, NULL, 0};\n"
+            "  cudaLaunchKernelEx(&cfg, k, p);\n}\n"
+            "void b(float* p) {\n  cudaLaunchConfig_t cfg = {};\n  cfg.gridDim = dim3(8);\n"
+            "  cfg.blockDim = dim3(128);\n  cudaLaunchKernelEx(&cfg, k, p);\n}\n"
+            "void c(float* p) {\n  cudaLaunchConfig_t cfg = {.gridDim = 4, .blockDim = 64};\n"
+            "  cudaLaunchKernelEx(&cfg, k, p);\n}\n"
+            "void d(float* p, cudaLaunchConfig_t cfg) { cudaLaunchKernelEx(&cfg, k, p); }\n")
+    got = [(la.grid.total, la.block.total, la.dynamic_smem) for la in parse(text).launches]
+    assert got == [(16, 256, 0), (8, 128, 0), (4, 64, 0), (None, None, None)]

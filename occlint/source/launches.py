@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
+from occlint.source.consteval import exprs
 from occlint.source.context import Context, declarator_name
 from occlint.source.values import MAX_VALUES, config_choices, few_values, template_bindings
 
@@ -97,6 +98,31 @@ def callee_parts(node) -> tuple[str | None, list]:
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+
+
+_CONFIG_FIELDS = (b"gridDim", b"blockDim", b"dynamicSmemBytes", b"stream", b"attrs", b"numAttrs")
+
+
+def _config_initializer(local) -> tuple[dict, bool]:
+    """(field -> value node, is an aggregate initializer) of a `cudaLaunchConfig_t` local
+    declared once with `= {16, 256, 0, s, NULL, 0}`, `{.blockDim = 256}` or `{}` (NCCL's ubx:
+    the fields in order; the ones not named are zero)."""
+    if local is None or len(local.decls) != 1 or local.decls[0][1].type != "init_declarator":
+        return {}, False
+    value = local.decls[0][1].child_by_field_name("value")
+    if value is None or value.type != "initializer_list":
+        return {}, False
+    out = {}
+    for i, item in enumerate(exprs(value)):
+        if item.type == "initializer_pair":
+            names = item.children_by_field_name("designator")
+            key = names[0].text.lstrip(b".").strip() if len(names) == 1 else None
+            item = item.child_by_field_name("value")
+        else:
+            key = _CONFIG_FIELDS[i] if i < len(_CONFIG_FIELDS) else None
+        if key is not None and item is not None:
+            out[key] = item
+    return out, True
 
 
 _CASTS = frozenset((b"static_cast", b"reinterpret_cast", b"const_cast"))
@@ -570,21 +596,27 @@ class LaunchReader:
             return None
 
         local = self.env.local(scope, cfg.text)
+        initial, aggregate = _config_initializer(local)
 
         def field(name: bytes):
             values = local.fields.get(name, []) if local is not None else []
-            return values[0] if len(values) == 1 else None
+            if values:
+                return values[0] if len(values) == 1 else None
+            return initial.get(name)
 
         grid, block, smem = field(b"gridDim"), field(b"blockDim"), field(b"dynamicSmemBytes")
         launch = self.launch(unwrap_kernel_ref(args[1]), call, grid, block, smem, None,
                              "cudaLaunchKernelEx", None, [x for x in (grid, block, smem) if x])
         if launch is None:
             return None
-        # a field never set (or set twice) is unknown, not a default
+        # a field never set (or set twice) is unknown, not a default; but an aggregate
+        # initializer (`cudaLaunchConfig_t cfg = {};`) zeroes the fields it does not name
         unknown = Dim3(None, None, None, "")
         return replace(launch, grid=launch.grid if grid is not None else unknown,
                        block=launch.block if block is not None else unknown,
-                       dynamic_smem=launch.dynamic_smem if smem is not None else None)
+                       dynamic_smem=launch.dynamic_smem if smem is not None else
+                       0 if aggregate and (local is None or not local.fields.get(b"dynamicSmemBytes"))
+                       else None)
 
     def _attribute(self, call, args) -> AttributeCall | None:
         ctx, tx = self.ctx, self.ctx.tx
