@@ -1254,3 +1254,16 @@ def test_an_aggregate_initialized_launch_config_is_read():
             "void d(float* p, cudaLaunchConfig_t cfg) { cudaLaunchKernelEx(&cfg, k, p); }\n")
     got = [(la.grid.total, la.block.total, la.dynamic_smem) for la in parse(text).launches]
     assert got == [(16, 256, 0), (8, 128, 0), (4, 64, 0), (None, None, None)]
+
+
+def test_a_launch_api_macro_whose_kernel_is_a_parameter_launches_at_each_use():
+    # NCCL's nccl_ep: `#define LAUNCH_KERNEL(config, kernel, ...) cudaLaunchKernelEx(config,
+    # kernel, ...)`: a phantom launch of `kernel` at the macro's line, none at the 4 uses
+    text = ("#define LAUNCH_KERNEL(config, kernel, ...) cudaLaunchKernelEx(config, kernel, ##__VA_ARGS__)\n"
+            "template <int N> __global__ void clean(int* p) {}\n"
+            "void run(int* p, cudaLaunchConfig_t cfg) {\n  constexpr int kNumThreads = 256;\n"
+            "  LAUNCH_KERNEL(&cfg, clean<kNumThreads>, p);\n  LAUNCH_KERNEL(&cfg, &clean<64>, p);\n}\n")
+    got = [(la.callee, la.template_args, la.template_values, la.span.line, la.kind)
+           for la in parse(text).launches]
+    assert got == [("clean", ("kNumThreads",), (256,), 5, "cudaLaunchKernelEx"),
+                   ("clean", ("64",), (64,), 6, "cudaLaunchKernelEx")]

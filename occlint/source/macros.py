@@ -106,8 +106,10 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     from occlint.link import template_arg
 
     names = _parameter_names(node)
-    if not names or la.kind != "chevron":
+    if not names:
         return None
+    if la.kind != "chevron":
+        return _api_at_uses(ctx, node, la, names)
     data = ctx.data
     begin = ctx.tx.byte_offset(la.span.start)           # (a span counts characters)
     head_end = data.find(b"<<<", begin)
@@ -138,6 +140,36 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
             config_span=None, arg_spans=(), argc=None,
             function=ctx.function_name(start)), bind, scope, {**(outer[0] if outer else {}), **own}))
     return out if out or kernel_is_parameter else None
+
+
+def _api_at_uses(ctx: Context, node, la, names) -> list | None:
+    """A launch API call in a macro body whose kernel is a parameter of the macro (NCCL's
+    `#define LAUNCH_KERNEL(cfg, kernel, ...) cudaLaunchKernelEx(cfg, kernel, ...)`): one launch
+    per use, of the kernel the use names, at the use (its configuration is the use's and is
+    not read); None when the kernel is not a parameter."""
+    from dataclasses import replace
+
+    from occlint.link import template_arg
+
+    if la.callee.encode() not in names:
+        return None
+    macro = node.child_by_field_name("name").text
+    lo, hi = _in_force(ctx, macro, node.start_byte)
+    out = []
+    for start, end, args, _at, *_outer in [*_uses(ctx, macro), *_nested_uses(ctx, macro)]:
+        if not lo <= start < hi or len(args) < len(names):
+            continue
+        bind = dict(zip(names, args, strict=False))
+        text = _pasted(_bound(la.callee.encode(), bind)).strip().lstrip(b"&").strip()
+        name, _, rest = text.partition(b"<")
+        targs = [t.strip() for t in rest.rstrip(b">").split(b",")] if rest else []
+        scope = ctx.scope_of(start)
+        out.append(replace(
+            la, callee=name.decode("utf-8", "replace").strip(), span=ctx.tx.span(start, end),
+            template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
+            template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
+            config_span=None, arg_spans=(), argc=None, function=ctx.function_name(start)))
+    return out
 
 
 def _uses(ctx: Context, name: bytes) -> list:
