@@ -333,6 +333,18 @@ def test_a_block_parameter_of_a_function_the_file_never_calls_says_so(tmp_path):
                    "file passes a constant (a call from another file is not read)"]
 
 
+def test_kernels_lists_a_launch_through_a_headers_launch_api_macro(tmp_path):
+    # NCCL's nccl_ep: macros.cuh's `LAUNCH_KERNEL(config, kernel, ...)` is cudaLaunchKernelEx;
+    # its uses in low_latency.cu were not listed
+    (tmp_path / "macros.cuh").write_text(
+        "#define LAUNCH_KERNEL(config, kernel, ...) cudaLaunchKernelEx(config, kernel, ##__VA_ARGS__)\n")
+    source = ('#include "macros.cuh"\ntemplate <int N> __global__ void clean(int* p) {}\n'
+              "void run(int* p, cudaLaunchConfig_t cfg) {\n  LAUNCH_KERNEL(&cfg, clean<128>, p);\n}\n")
+    [r] = _launches(tmp_path, source)
+    assert (r["name"], r["line"], r["template_args"], r["launch_kind"]) == (
+        "clean", 4, ["128"], "cudaLaunchKernelEx")
+
+
 def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
     # DeepSpeed: a block macro from a header occlint did not find was only "not a compile-time
     # constant"; a local or a parameter says what it is

@@ -43,12 +43,17 @@ def _header_uses(ctx: Context) -> list:
     own = {n.child_by_field_name("name").text for n in ctx.caps.get("fdef", ())}
     out = []
     for name, defs in list(dict.items(ctx.env.fmacros)):
-        if len(defs) != 1 or b"<<<" not in defs[0][1] or name in own:
+        if len(defs) != 1 or name in own:
             continue
         params, body = defs[0]
         if not params or name not in ctx.data:
             continue
-        if not set(_NAME.findall(body[:body.find(b"<<<")])) & set(params):
+        at = body.find(b"<<<")
+        api = _API_LAUNCH.search(body) if at < 0 else None
+        if at < 0 and api is None:
+            continue
+        head = body[:at] if at >= 0 else body[api.end():]     # (an API call's kernel: an argument)
+        if not set(_NAME.findall(head)) & set(params):
             continue
         for start, end, args, _at in _uses(ctx, name):
             if len(args) < len([p for p in params if p != b"..."]):
@@ -62,11 +67,16 @@ def _header_uses(ctx: Context) -> list:
             env, mine = sub.env, ctx.env
             env.macros, env.fmacros, env.globals, env.enums, env.structs = (
                 mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
-            for la in LaunchReader(sub).chevrons():
+            reader = LaunchReader(sub)
+            for la in reader.chevrons() + reader.api_calls()[0]:
                 out.append(replace(la, span=ctx.tx.span(start, end), config_span=None,
                                    arg_spans=(), argc=None, path=ctx.path,
                                    function=ctx.function_name(start)))
     return out
+
+
+# a launch API call in a header's macro body (NCCL's `LAUNCH_KERNEL(config, kernel, ...)`)
+_API_LAUNCH = re.compile(rb"\bcudaLaunch(?:Kernel|KernelExC?|CooperativeKernel)\s*\(")
 
 
 def _own_macros(ctx: Context, reader: LaunchReader) -> tuple[list, list]:
