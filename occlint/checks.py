@@ -193,7 +193,7 @@ def launch_bounds_text(block: int, blocks: int) -> str:
 def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None:
     """Edits that give the kernel `__launch_bounds__(block, blocks)`, or None if unsafe to try."""
     kf, k = site.facts, site.facts.kernel
-    if not kf.here or k.maxnreg is not None or site.basis == "best":
+    if not kf.here or k.maxnreg is not None or site.basis == "best" or k.in_macro:
         return None
     sizes = [ln.block.total for ln in (*kf.launches, *kf.elsewhere)]
     if any(b is None or b > site.block for b in sizes):

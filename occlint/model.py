@@ -59,6 +59,9 @@ class Kernel:
     # a thread can tell itself from its block's others (it reads threadIdx or blockDim, or calls
     # a function occlint does not read): else every thread of a block does the same work
     thread_indexed: bool = True
+    # the function-like macro whose use defines it (NCCL's `DEFINE_ncclDevKernel(...)`): its
+    # span is the use, and no fix edits it (the text is the macro's, shared by every use)
+    in_macro: str | None = None
 
 
 @dataclass(frozen=True)

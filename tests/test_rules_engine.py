@@ -289,3 +289,14 @@ def test_a_headers_compile_error_names_the_units_it_stood_in():
         CompileError("csrc/a.cu", 2, 10, "`x.h` not found", "sm_80", "fatal", None, unit)
         for unit in ("csrc/a.cu", "csrc/test_a.cu")])
     assert both.message == "nvcc failed for sm_80: `x.h` not found (also compiling test_a.cu)"
+
+
+def test_a_macro_defined_kernel_gets_findings_at_its_use_and_no_fix():
+    # NCCL: a register step at a kernel a macro defines is reported at the use; the
+    # `__launch_bounds__` fix would edit the shared macro text, so there is none
+    text = ("#define DEFINE_K(s) __global__ void k_##s(float* p) { p[threadIdx.x] = 0; }\n"
+            "DEFINE_K(a)\n"
+            "void run(float* p) { k_a<<<100000, 256>>>(p); }\n")
+    usage = [Usage("k_a", "sm_90", 34)]
+    findings = lint_source(text, "k.cu", usage, Config(arch=("sm_90",), select=("OCC010",)))
+    assert [(f.code, f.span.line, f.fix) for f in findings] == [("OCC010", 3, None)]

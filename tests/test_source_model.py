@@ -1267,3 +1267,19 @@ def test_a_launch_api_macro_whose_kernel_is_a_parameter_launches_at_each_use():
            for la in parse(text).launches]
     assert got == [("clean", ("kNumThreads",), (256,), 5, "cudaLaunchKernelEx"),
                    ("clean", ("64",), (64,), 6, "cudaLaunchKernelEx")]
+
+
+def test_a_kernel_a_macro_defines_is_read_at_each_use():
+    # NCCL's DEFINE_ncclDevKernel: `#define DEFINE_K(s, T) __global__ void k_##s(T* p) {...}` then
+    # `DEFINE_K(f32, float)`: nvcc reported the kernels (one spilled 1376 B under its bounds)
+    # and occlint listed none; at the use, in the use's namespace, with no fix on the shared text
+    text = ("#define DEFINE_K(s, T) \\\\\n  __global__ void __launch_bounds__(256) k_##s(T* p) "
+            "{ p[threadIdx.x] = T(0); }\n"
+            "namespace ops {\nDEFINE_K(f32, float)\n}\nDEFINE_K(f64, double)\n"
+            "void run(float* p) { ops::k_f32<<<4, 256>>>(p); }\n")
+    sf = parse(text, "k.cu")
+    got = [(k.qualname, k.span.line, k.launch_bounds.max_threads, k.launch_bounds.span, k.in_macro)
+           for k in sf.kernels]
+    assert got == [("ops::k_f32", 4, 256, None, "DEFINE_K"), ("k_f64", 6, 256, None, "DEFINE_K")]
+    from occlint.link import find_kernel
+    assert find_kernel(sf, sf.launches[0]).qualname == "ops::k_f32"

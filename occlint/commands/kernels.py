@@ -66,6 +66,7 @@ def records(sf) -> list[dict]:
             "maxnreg": k.maxnreg,
             "cluster_dims": None if k.cluster_dims is None else list(k.cluster_dims),
             "extern_c": k.extern_c, "is_definition": k.is_definition,
+            "macro": k.in_macro,
         })
     for s in sf.shared:
         out.append({
@@ -199,6 +200,8 @@ def format_record(r: dict) -> str:
             text += f" __cluster_dims__({', '.join(_n(v) for v in r['cluster_dims'])})"
         if not r["is_definition"]:
             text += " (declaration)"
+        if r.get("macro"):
+            text += f" (defined by {r['macro']}(...))"
         for inst in sorted(r.get("instantiations") or [],
                            key=lambda i: (i["arch"], i["template_args"])):
             name = r["qualname"] + (f"<{', '.join(inst['template_args'])}>"

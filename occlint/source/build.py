@@ -10,7 +10,7 @@ from occlint.source.context import Context
 from occlint.source.indices import attach_indices
 from occlint.source.kernels import kernel_nodes
 from occlint.source.launches import LaunchReader
-from occlint.source.macros import macro_launches
+from occlint.source.macros import macro_kernels, macro_launches
 from occlint.source.preproc import View
 from occlint.source.shared import shared_nodes
 from occlint.source.text import decode
@@ -108,7 +108,7 @@ def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parse
     launches = sorted(launches + in_macros[0], key=lambda x: x.span.start)
     attributes += in_macros[1]
     sf = SourceFile(
-        path=path, text=text, kernels=tuple(kn.kernel for kn in kns),
+        path=path, text=text, kernels=(*(kn.kernel for kn in kns), *macro_kernels(ctx)),
         shared=tuple(sorted((sn.decl for sn in sns), key=lambda d: d.span.start)),
         launches=tuple(launches),
         attributes=tuple(sorted(attributes, key=lambda a: a.span.start)),

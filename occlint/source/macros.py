@@ -152,6 +152,48 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     return out if out or kernel_is_parameter else None
 
 
+def macro_kernels(ctx: Context) -> list:
+    """Kernels a function-like macro of the file or its project headers defines, one per use
+    outside any function (NCCL's `DEFINE_ncclDevKernel(...)`, `#define DEFINE_K(s) __global__
+    void k_##s(...) {...}` then `DEFINE_K(f32)`): the body with the use's arguments put in,
+    read on its own (the file's macros and constants known), named in the namespaces around
+    the use, at the use (`Kernel.in_macro`: no fix edits it)."""
+    from dataclasses import replace
+
+    from occlint.source.context import scopes_of
+    from occlint.source.kernels import kernel_nodes
+
+    if b"__global__" not in ctx.data and not any(
+            b"__global__" in d[1] for defs in dict.values(ctx.env.fmacros) for d in defs):
+        return []
+    out = []
+    for name, defs in list(dict.items(ctx.env.fmacros)):
+        if len(defs) != 1 or b"__global__" not in defs[0][1] or name not in ctx.data:
+            continue
+        params, body = defs[0]
+        for start, end, args, at in _uses(ctx, name):
+            if ctx.function_at(start) is not None or len(args) < len(params) - (params[-1:] == (b"...",)):
+                continue
+            bind = dict(zip(params, args, strict=False))
+            bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) \
+                if params[-1:] == (b"...",) else b""
+            text = _pasted(_bound(body.replace(b"\\\n", b" "), bind, _STRINGIFIED_OR_NAME))
+            sub = Context(text.decode("utf-8", "replace"), ctx.path)
+            env, mine = sub.env, ctx.env
+            env.macros, env.fmacros, env.globals, env.enums, env.structs = (
+                mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
+            scopes = scopes_of(at, ctx.tree.root_node)
+            span = ctx.tx.span(start, end)
+            for kn in kernel_nodes(sub):
+                k = kn.kernel
+                lb = replace(k.launch_bounds, span=None) if k.launch_bounds is not None else None
+                out.append(replace(k, qualname="::".join((*scopes, *k.scopes, k.name)),
+                                   scopes=(*scopes, *k.scopes), path=ctx.path, span=span,
+                                   decl_span=ctx.tx.span(start, start), launch_bounds=lb,
+                                   in_macro=name.decode("utf-8", "replace")))
+    return out
+
+
 def _api_at_uses(ctx: Context, node, la, names) -> list | None:
     """A launch API call in a macro body whose kernel is a parameter of the macro (NCCL's
     `#define LAUNCH_KERNEL(cfg, kernel, ...) cudaLaunchKernelEx(cfg, kernel, ...)`): one launch

@@ -174,12 +174,14 @@ _FUNCTION_LIKE = re.compile(rb"\s*([A-Za-z_]\w*)\(")
 
 
 def launch_macros(data: bytes) -> tuple[bytes, ...]:
-    """The function-like macros `data` defines with `<<<` in their body (CloverLeaf's
-    `CUDALAUNCH(kernel, ...)`), read from its directives (`_directives`, remembered per text)."""
-    if b"<<<" not in data:
+    """The function-like macros `data` defines with `<<<` or `__global__` in their body: a use
+    launches a kernel (CloverLeaf's `CUDALAUNCH(kernel, ...)`) or defines one (NCCL's
+    `DEFINE_ncclDevKernel(...)`). Read from its directives (`_directives`, remembered per text)."""
+    if b"<<<" not in data and b"__global__" not in data:
         return ()
     return tuple(m.group(1) for _s, _e, word, rest in _directives(data)
-                 if word == b"define" and b"<<<" in rest and (m := _FUNCTION_LIKE.match(rest)))
+                 if word == b"define" and (b"<<<" in rest or b"__global__" in rest) and
+                 (m := _FUNCTION_LIKE.match(rest)))
 
 
 def kernel_macros(data: bytes) -> tuple[bytes, ...]:
