@@ -1283,3 +1283,18 @@ def test_a_kernel_a_macro_defines_is_read_at_each_use():
     assert got == [("ops::k_f32", 4, 256, None, "DEFINE_K"), ("k_f64", 6, 256, None, "DEFINE_K")]
     from occlint.link import find_kernel
     assert find_kernel(sf, sf.launches[0]).qualname == "ops::k_f32"
+
+
+def test_a_namespace_named_by_a_macro_and_a_kernel_head_a_macro_writes():
+    # flash-attention: `namespace FLASH_NAMESPACE {` (`#define FLASH_NAMESPACE flash`: nvcc's
+    # `flash::k`, occlint's `FLASH_NAMESPACE::k` matched no figures) and
+    # DEFINE_FLASH_FORWARD_KERNEL, a macro that writes a kernel's head, its body after the use;
+    # the head's `void kernelName(...)` was blanked as a bounds macro inside the #define
+    text = ("#define FLASH_NAMESPACE flash\n"
+            "#define DEFINE_KERNEL(kernelName, ...) \\\\\ntemplate<int N, __VA_ARGS__> \\\\\n"
+            "__global__ void kernelName(float *out)\n"
+            "namespace FLASH_NAMESPACE {\n__global__ void k(float* o) {}\n"
+            "DEFINE_KERNEL(fwd_kernel, bool Flag) {\n  out[threadIdx.x] = Flag ? N : 0;\n}\n}\n")
+    got = [(k.qualname, k.template_params, k.span.line, k.in_macro) for k in parse(text).kernels]
+    assert got == [("flash::k", (), 6, None),
+                   ("flash::fwd_kernel", ("N", "Flag"), 7, "DEFINE_KERNEL")]

@@ -248,7 +248,8 @@ class Context:
             name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
             params = node.child_by_field_name("parameters")
             if name is not None and params is not None:
-                names = tuple(p.text for p in params.named_children if p.type == "identifier")
+                names = tuple(p.text for p in params.children      # (`...`: as preproc)
+                              if p.type == "identifier" or p.text == b"...")
                 env.add_macro(name.text, value.text if value is not None else b"", names)
         self._add_outside_macros()
         for decl in caps.get("global", ()):

@@ -124,7 +124,8 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
         if name_node is None:
             continue
         name = name_node.text.decode("utf-8", "replace")
-        scopes = (*_scopes(node, ctx.tree.root_node, opened, name_node.start_byte), *prefix)
+        scopes = unmacroed(env, (*_scopes(node, ctx.tree.root_node, opened, name_node.start_byte),
+                                 *prefix))
         qualname = "::".join((*scopes, name))
         plist = fdecl.child_by_field_name("parameters")
         params = tuple(" ".join(tx.node_text(p).split()) for p in plist.named_children
@@ -282,6 +283,23 @@ def _macro_namespaces(ctx: Context) -> list[tuple[int, str | None]]:
                 continue                # a comment, a string, its own #define, a dead branch
             out.append((i, opens.get(name)))
     return sorted(out, key=lambda x: x[0])
+
+
+def unmacroed(env, scopes) -> tuple[str, ...]:
+    """`scopes` with a name that is an object-like macro of a name replaced by it
+    (flash-attention's `namespace FLASH_NAMESPACE {` with `#define FLASH_NAMESPACE flash`: nvcc
+    names its kernels `flash::k`)."""
+    out = []
+    for part in scopes:
+        bodies = env.macros.get(part.encode()) if part else None
+        if bodies and len(bodies) == 1 and _QUALIFIED.fullmatch(bodies[0]):
+            out += bodies[0].decode("utf-8", "replace").strip(":").split("::")
+        else:
+            out.append(part)
+    return tuple(p.strip() for p in out)
+
+
+_QUALIFIED = re.compile(rb"\s*(?:::)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*\s*")
 
 
 def _scopes(node, root, opened: list[tuple[int, str | None]], at: int) -> tuple[str, ...]:

@@ -161,7 +161,7 @@ def macro_kernels(ctx: Context) -> list:
     from dataclasses import replace
 
     from occlint.source.context import scopes_of
-    from occlint.source.kernels import kernel_nodes
+    from occlint.source.kernels import kernel_nodes, split_args, unmacroed
 
     if b"__global__" not in ctx.data and not any(
             b"__global__" in d[1] for defs in dict.values(ctx.env.fmacros) for d in defs):
@@ -172,17 +172,26 @@ def macro_kernels(ctx: Context) -> list:
             continue
         params, body = defs[0]
         for start, end, args, at in _uses(ctx, name):
-            if ctx.function_at(start) is not None or len(args) < len(params) - (params[-1:] == (b"...",)):
+            if len(args) < len(params) - (params[-1:] == (b"...",)):
                 continue
+            fn = ctx.function_at(start)
+            tail = b""
+            if fn is not None:      # a macro that writes a kernel's head, its body after the use
+                inner = fn.child_by_field_name("body")    # (flash-attention's
+                if inner is None or inner.start_byte < end:     # DEFINE_FLASH_FORWARD_KERNEL)
+                    continue        # a use inside a function's body
+                tail = b" " + inner.text
+            use = ctx.data[start:end]               # (the arguments as written: `bool Flag`)
+            args = [b" ".join(a.split()) for a in split_args(use[use.find(b"(") + 1:-1])]
             bind = dict(zip(params, args, strict=False))
             bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) \
                 if params[-1:] == (b"...",) else b""
-            text = _pasted(_bound(body.replace(b"\\\n", b" "), bind, _STRINGIFIED_OR_NAME))
+            text = _pasted(_bound(body.replace(b"\\\n", b" "), bind, _STRINGIFIED_OR_NAME)) + tail
             sub = Context(text.decode("utf-8", "replace"), ctx.path)
             env, mine = sub.env, ctx.env
             env.macros, env.fmacros, env.globals, env.enums, env.structs = (
                 mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
-            scopes = scopes_of(at, ctx.tree.root_node)
+            scopes = unmacroed(ctx.env, scopes_of(at, ctx.tree.root_node))
             span = ctx.tx.span(start, end)
             for kn in kernel_nodes(sub):
                 k = kn.kernel

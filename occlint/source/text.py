@@ -291,8 +291,14 @@ class Text:
             spans += [(m.group(1).decode(), m.start(), m.end(), m.group(2))
                       for m in _BLANKED.finditer(self.data)]
         if b"__global__" in self.data:      # after `void` (group 1) or before it (group 3)
-            spans += [("bounds_macro", m.start(g), m.end(g), m.group(g))
-                      for m in _BOUNDS_MACRO.finditer(self.data) for g in (1, 3) if m.group(g)]
+            found = [("bounds_macro", m.start(g), m.end(g), m.group(g))
+                     for m in _BOUNDS_MACRO.finditer(self.data) for g in (1, 3) if m.group(g)]
+            if found and b"define" in self.data:    # not in a macro's body: there `void
+                from occlint.source.preproc import _directives  # kernelName(...)` is the
+                defines = [(a, b) for a, b, word, _r in _directives(self.data)   # kernel
+                           if word == b"define"]    # (flash-attention's DEFINE_..._KERNEL)
+                found = [f for f in found if not any(a <= f[1] < b for a, b in defines)]
+            spans += found
         if not spans and not quiet and not spaced:
             return self.data
         out = bytearray(self.data)
