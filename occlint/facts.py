@@ -320,9 +320,10 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
             kf = kernels[_key(k)] = _kernel_facts(k, origin, False, usage)
         kf.launches.append(launch)
     for kf in kernels.values():
-        if kf.here:
+        if kf.here:     # (a file that defines its own kernel of the name launches that one:
             kf.elsewhere = [ln for other, ln in project.launches.get(kf.kernel.name, [])
-                            if other.path != sf.path and link.find_kernel(sf, ln) == kf.kernel]
+                            if other.path != sf.path and link.find_kernel(sf, ln) == kf.kernel
+                            and not _defines_its_own(other, ln)]     # cuda-samples' testKernels)
     facts = Facts(path=sf.path, text=sf.text, source=sf, config=config, archs=archs,
                   kernels=list(kernels.values()), sites=[], compile_errors=tuple(compile_errors),
                   failed_archs=frozenset(failed_archs),
@@ -343,6 +344,12 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
             site.owner = owner(site, config.min_occupancy, facts.sm_count)
         facts.sites.extend(kf.sites)
     return facts
+
+
+def _defines_its_own(other: SourceFile, launch: Launch) -> bool:
+    """Does the file of `launch` define the kernel it launches itself?"""
+    k = link.find_kernel(other, launch)
+    return k is not None and k.is_definition and k.path == other.path
 
 
 def static_total(kf: KernelFacts, shared: list[SharedDecl] | None = None) -> int:

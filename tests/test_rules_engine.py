@@ -300,3 +300,22 @@ def test_a_macro_defined_kernel_gets_findings_at_its_use_and_no_fix():
     usage = [Usage("k_a", "sm_90", 34)]
     findings = lint_source(text, "k.cu", usage, Config(arch=("sm_90",), select=("OCC010",)))
     assert [(f.code, f.span.line, f.fix) for f in findings] == [("OCC010", 3, None)]
+
+
+def test_a_launch_of_another_files_own_kernel_of_the_same_name_is_not_this_ones(tmp_path):
+    # cuda-samples' many `testKernel`s (flash-attention's helper found it with two `scale`s):
+    # OCC020 in one file took "the largest block that launches it" from another file's launch
+    # of its own kernel of that name (512 for a kernel launched at 128)
+    from occlint.engine import lint_paths
+
+    (tmp_path / "own1.cu").write_text(
+        "__global__ void testKernel(float* x) { __shared__ float s[1024];\n"
+        "  s[threadIdx.x] = x[threadIdx.x]; x[0] = s[0]; }\n"
+        "void a(float* x) { testKernel<<<10, 128>>>(x); }\n")
+    (tmp_path / "own2.cu").write_text("__global__ void testKernel(float* x) { x[threadIdx.x] = 0; }\n"
+                                      "void b(float* x) { testKernel<<<10, 512>>>(x); }\n")
+    paths = [str(tmp_path / "own1.cu"), str(tmp_path / "own2.cu")]
+    result = lint_paths(paths, Config(root=str(tmp_path), arch=("sm_90",), select=("OCC020",)),
+                        usage={p: [] for p in paths})
+    [f] = result.findings
+    assert "the largest block that launches it has 128 threads" in f.message
