@@ -110,3 +110,14 @@ def test_hook_honours_exclude_for_the_files_pre_commit_names(hook_repo, project)
     git(project, "add", "-A")
     r = run_hook(hook_repo, project, "occlint", "--files", "vendor/v.cuh", "pyproject.toml")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_hook_runs_on_a_cpp_header_that_holds_kernels(hook_repo, project):
+    # flash-attention keeps every kernel and launch in `.h` headers: the hook's `files` took
+    # only CUDA suffixes, so a change to one of them was never linted
+    (project / "kernels.hxx").write_text(BAD)
+    git(project, "add", "-A")
+    r = run_hook(hook_repo, project, "occlint", "--files", "kernels.hxx")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "kernels.hxx:7:19: OCC031" in out
