@@ -1298,3 +1298,23 @@ def test_a_namespace_named_by_a_macro_and_a_kernel_head_a_macro_writes():
     got = [(k.qualname, k.template_params, k.span.line, k.in_macro) for k in parse(text).kernels]
     assert got == [("flash::k", (), 6, None),
                    ("flash::fwd_kernel", ("N", "Flag"), 7, "DEFINE_KERNEL")]
+
+
+def test_a_defaulted_template_block_and_an_alias_of_an_alias_are_read():
+    # xgboost's dh::LaunchN<ITEMS = 8, BLOCK_THREADS = 256, L>(n, stream, f): no call writes the
+    # block, its default is the block; histogram.cu's __launch_bounds__(StHistBound::
+    # kBlockThreads, ...) through `using StHistBound = HistSm75; using HistSm75 =
+    # HistTuning<1024, 1>;`
+    text = ("template <typename L> __global__ void K(L f) {}\n"
+            "template <int ITEMS = 8, int BLOCK = 256, typename L>\n"
+            "void LaunchN(int n, L f) { K<<<(n + ITEMS * BLOCK - 1) / (ITEMS * BLOCK), BLOCK>>>(f); }\n"
+            "struct Fill { __device__ void operator()(int) const {} };\n"
+            "void run(int n) { LaunchN(n, Fill{}); LaunchN<4>(n, Fill{}); }\n"
+            "template <int B, int M> struct Tuning { static constexpr int kB = B; "
+            "static constexpr int kM = M; };\n"
+            "using Sm75 = Tuning<1024, 1>;\nusing Bound = Sm75;\n"
+            "__global__ void __launch_bounds__(Bound::kB, Bound::kM) H(float* x) {}\n")
+    sf = parse(text)
+    assert [la.block.total for la in sf.launches] == [256]
+    h = next(k for k in sf.kernels if k.name == "H")
+    assert (h.launch_bounds.max_threads, h.launch_bounds.min_blocks) == (1024, 1)

@@ -35,10 +35,12 @@ def _find(ctx, scope, head, at):
             target = written                        # `Conv_traits<128, 4>::kSmem`
     if target is None and b"<" not in head and b"::" not in head:
         target = _alias(ctx, scope, head)
-    if target is None:
-        return None
-    if target.type == "type_descriptor":
-        target = target.child_by_field_name("type")
+    for _ in range(4):          # an alias of an alias (xgboost: `using StHistBound = HistSm75;`
+        if target is not None and target.type == "type_descriptor":     # `using HistSm75 =
+            target = target.child_by_field_name("type")                   # HistTuning<1024, 1>;`)
+        if target is None or target.type != "type_identifier" or _class(ctx, target.text):
+            break
+        target = _alias(ctx, scope, target.text)
     if target is None or target.type not in ("template_type", "type_identifier"):
         return None
     name_node = target.child_by_field_name("name") if target.type == "template_type" else target

@@ -265,9 +265,10 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
     the call; a type parameter to the type written, as `sizeof(T)` and `T::kNThreads` read it:
     cudpp's `runMergeSort<int>`, flash-attention's `run_k<Traits<4>>`). An argument written
     with the calling template's own parameters takes each of that template's bindings in turn
-    (two more levels: flash-attention's `run_flash_bwd` -> `run_flash_bwd_seqk_parallel`).
-    None when `fn` is not a template, has no call, a call leaves an argument without a
-    default to deduction, or there would be more than MAX_BINDINGS."""
+    (two more levels: flash-attention's `run_flash_bwd` -> `run_flash_bwd_seqk_parallel`). A
+    parameter the call does not write takes its default (xgboost's `LaunchN(n, stream, f)`:
+    BLOCK_THREADS = 256), else stays unbound (deduced from the call's arguments). None when
+    `fn` is not a template, has no call, or there would be more than MAX_BINDINGS."""
     t = fn.parent
     if t is None or t.type != "template_declaration":
         return None
@@ -290,9 +291,8 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
         targs = _written_template_args(call)
         if overloaded and targs and not needed <= len(targs) <= len(names):
             continue                    # another overload's (causal_product's `lmha<E, G>`)
-        if len(targs) < needed:
-            return None
-        scope = ctx.scope_of(call.start_byte)
+        scope = ctx.scope_of(call.start_byte)   # (an argument not written: its default, else
+                                                # deduced from the call and left unbound)
         caller = ctx.function_at(call.start_byte)
         theirs = ctx._template_names(caller) if caller is not None else set()
         outer: list = [{}]
@@ -300,9 +300,15 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
             outer = template_bindings(ctx, caller, depth + 1) or [{}]
         for ob in outer:
             bind: dict[bytes, int | str] = {}
-            for name, arg, is_type in zip(names, targs, kinds, strict=False):  # (defaulted: unbound)
+            for name, arg, is_type in zip(names, targs, kinds, strict=False):
                 v = ctx.env.value(arg, scope, ob) if not is_type else _type_bound(arg, theirs, ob)
                 if v is not None and name:
+                    bind[name] = v
+            for name, param in zip(names[len(targs):], params[len(targs):], strict=False):
+                default = param.child_by_field_name("default_value") \
+                    if param.type == "optional_parameter_declaration" else None
+                v = ctx.env.value(default, None, bind) if default is not None else None
+                if v is not None and name:      # xgboost's LaunchN<ITEMS = 8, BLOCK = 256>
                     bind[name] = v
             if bind not in out:
                 out.append(bind)
