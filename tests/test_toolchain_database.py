@@ -619,3 +619,20 @@ def test_a_headers_macros_are_read_through_include_cycles_and_long_chains(tmp_pa
         deep = b'#include "c%d.h"\nvoid f() { LAUNCH(k, 1); }\n' % first
         assert uses_included_macro(str(tmp_path / "deep.cu"), deep, memo) == (first == 38)
         assert uses_included_macro(str(tmp_path / "near.cu"), near, memo)
+
+
+def test_a_cu_file_a_host_cpp_file_includes_is_still_a_unit(tmp_path):
+    # xgboost's CPU-build trick: `regression_obj.cc` does `#if !defined(XGBOOST_USE_CUDA)`
+    # `#include "regression_obj.cu"`; the .cu was read as a fragment of the .cc (compiled by the
+    # host compiler: "`__global__` does not name a type"), and its own missing header was lost
+    from occlint.toolchain.includers import fragments
+
+    (tmp_path / "kern.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "kern.cc").write_text('#if !defined(USE_CUDA)\n#include "kern.cu"\n#endif\n')
+    (tmp_path / "frag.cu").write_text("__global__ void f() {}\n")
+    (tmp_path / "main.cu").write_text('#include "frag.cu"\nint main() { return 0; }\n')
+    found = fragments([str(tmp_path / "kern.cu"), str(tmp_path / "frag.cu")],
+                      Config(root=str(tmp_path)))
+    assert {os.path.basename(k): [os.path.basename(u) for u in v] for k, v in found.items()} == \
+        {"frag.cu": ["main.cu"]}
+

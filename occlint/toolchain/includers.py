@@ -296,9 +296,10 @@ def _included_by(header: str, given: set[str], config: Config) -> bool:
 
 def fragments(paths, config: Config) -> dict[str, list[str]]:
     """The .cu files among `paths` that are not compiled on their own -> the units to compile
-    for them: no compilation database lists them, they define no `main`, and a file of their
-    folder `#include`s them by a quoted name that resolves to them (Rodinia's kernel.cu, which
-    main.cu includes; compiled alone they fail on names main.cu defines).
+    for them: no compilation database lists them, they define no `main`, and a CUDA file of
+    their folder (or a C++ file the database compiles as CUDA) `#include`s them by a quoted
+    name that resolves to them (Rodinia's kernel.cu, which main.cu includes; compiled alone
+    they fail on names main.cu defines).
     They are read as headers, through those units (an including file that is itself such a
     fragment is followed to its own units)."""
     from occlint.discover import UNIT_SUFFIXES
@@ -329,8 +330,13 @@ def _roots(path: str, config: Config, seen: set[str]) -> list[str]:
     seen.add(real)
     if db is not None and dict.__contains__(db.entries, real):
         return []                                 # the build compiles it
+    from occlint.discover import CUDA_SUFFIXES, is_unit
+
     out: list[str] = []
     for including in _including(real):
+        if not including.endswith(CUDA_SUFFIXES) and not is_unit(including, config):
+            continue        # a C++ file the host compiler builds (xgboost's `#if !defined(
+                            # XGBOOST_USE_CUDA)` `#include "regression_obj.cu"` for CPU builds)
         out.extend(_roots(including, config, seen) or [including])
     return list(dict.fromkeys(out))
 
