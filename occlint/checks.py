@@ -941,7 +941,7 @@ def compile_error(facts: Facts) -> Iterator[Hit]:
         every = len(failed) > 1 and set(facts.archs) <= set(failed)
         values = {"message": err.message.strip(), "compiler": err.compiler,
                   "arch": f"every target arch ({len(failed)})" if every else ", ".join(failed)}
-        values["message"] += _units_note(units.get(err.message.strip(), []), facts.path)
+        values["units"] = _units_note(units.get(err.message.strip(), []), facts.path)
         hits.append(Hit("OCC900", span, values, "with_arch" if failed else "message",
                         failed[0] if len(failed) == 1 else None, err.kernel, None, ()))
     if len(hits) > MAX_COMPILE_ERRORS:      # a cascade (how-to-optim's include-less PyTorch
