@@ -188,7 +188,7 @@ class _Headers:
             return "cuda"
         at = data.find(b"<<<")
         if at >= 0:
-            from occlint.source.text import blank_noise    # (helper_image.h prints "<<<")
+            from occlint.source.text import blank_noise  # (helper_image.h prints "<<<")
             while at >= 0:          # a `<<<` its own line does not hold in a string or comment
                 start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
                 if b"<<<" in blank_noise(data[start:end if end >= 0 else len(data)]):
