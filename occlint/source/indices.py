@@ -15,6 +15,8 @@ is < 256, and + - * / % & >> of bounded, non-negative terms keep a bound.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 
 from occlint.model import Index
@@ -38,6 +40,9 @@ def _strip(node):
     return node
 
 
+_BELOW_BLOCK = re.compile(rb"<\s*(?:\(\s*(?:int|unsigned)\s*\)\s*)?blockDim\s*\.")
+
+
 def _builtin_axis(node, builtin: bytes) -> str | None:
     """`threadIdx.x` -> "x" (for builtin b"threadIdx")."""
     node = _strip(node)
@@ -52,6 +57,11 @@ def _builtin_axis(node, builtin: bytes) -> str | None:
 class Classifier:
     def __init__(self, ctx, scope: int | None):
         self.ctx, self.env, self.scope = ctx, ctx.env, scope
+        # a file that compares something with `blockDim.A` (`_block_guard`'s test), once per file
+        guards = ctx.__dict__.get("_guards_block")
+        if guards is None:
+            guards = ctx.__dict__["_guards_block"] = _BELOW_BLOCK.search(ctx.data) is not None
+        self._guards_block = guards
 
     def alias(self, node):
         """The initializer of a local never written again, else None."""
@@ -73,7 +83,7 @@ class Classifier:
         a = _builtin_axis(node, b"threadIdx")
         if a is not None:
             return a
-        if depth == 0 and at is not None:
+        if depth == 0 and at is not None and self._guards_block:
             a = self._block_guard(node, at)
             if a is not None:
                 return a

@@ -272,6 +272,14 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
     t = fn.parent
     if t is None or t.type != "template_declaration":
         return None
+    memo = ctx.__dict__.setdefault("_template_bindings", {})
+    key = (fn.start_byte, depth)
+    if key not in memo:
+        memo[key] = _template_bindings(ctx, fn, t, depth)
+    return memo[key]
+
+
+def _template_bindings(ctx: Context, fn, t, depth: int) -> list[dict[bytes, int | str]] | None:
     names = _template_parameters(t)
     plist = t.child_by_field_name("parameters")
     params = [p for p in (plist.named_children if plist is not None else ()) if p.type != "comment"]
@@ -283,8 +291,7 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
     if ident is None:
         return None
     out: list[dict[bytes, int | str]] = []
-    overloaded = any(f is not fn and (d := _defined_name(f)) is not None and d.text == ident.text
-                     for _s, _e, f in ctx.funcs)
+    overloaded = _definitions(ctx).get(ident.text, 0) > 1
     for call in calls_of(ctx, ident.text):
         if fn.start_byte <= call.start_byte < fn.end_byte:
             return None                 # the template calling itself
@@ -315,6 +322,18 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
         if len(out) > MAX_BINDINGS:
             return None
     return out or None
+
+
+def _definitions(ctx: Context) -> dict[bytes, int]:
+    """Function name -> how many functions of the file define it (memoized on the context)."""
+    got = ctx.__dict__.get("_definition_counts")
+    if got is None:
+        got = ctx.__dict__["_definition_counts"] = {}
+        for _s, _e, f in ctx.funcs:
+            d = _defined_name(f)
+            if d is not None:
+                got[d.text] = got.get(d.text, 0) + 1
+    return got
 
 
 MAX_BINDINGS = 64
