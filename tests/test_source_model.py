@@ -1318,3 +1318,25 @@ def test_a_defaulted_template_block_and_an_alias_of_an_alias_are_read():
     assert [la.block.total for la in sf.launches] == [256]
     h = next(k for k in sf.kernels if k.name == "H")
     assert (h.launch_bounds.max_threads, h.launch_bounds.min_blocks) == (1024, 1)
+
+
+def test_system_scope_ordering_in_a_called_function_is_not_a_grid_knob(tmp_path):
+    # NCCL's device-API examples: `peer_barrier(...)` (a header's `__device__` function with
+    # `__threadfence_system`, or PTX `red.release.sys`) in a grid-stride kernel: 16 CTAs must
+    # equal the barrier count, and OCC033's exemption read only the kernel's own body
+    (tmp_path / "peer.cuh").write_text(
+        "__device__ inline void peer_barrier(unsigned* f) { __threadfence_system(); }\n"
+        '__device__ inline void ptx_barrier(unsigned* f) { asm volatile("red.release.sys.global.add.u32 [%0], 1;" :: "l"(f)); }\n')
+    text = ('#include "peer.cuh"\n'
+            "__global__ void a(float* p, int n, unsigned* f) {\n"
+            "  for (int i = threadIdx.x; i < n; i += blockDim.x * gridDim.x) p[i] = 0;\n"
+            "  peer_barrier(f);\n}\n"
+            "__global__ void b(float* p, int n, unsigned* f) {\n"
+            "  for (int i = threadIdx.x; i < n; i += blockDim.x * gridDim.x) p[i] = 0;\n"
+            "  ptx_barrier(f);\n}\n"
+            "__global__ void c(float* p, int n) {\n"
+            "  for (int i = threadIdx.x; i < n; i += blockDim.x * gridDim.x) p[i] = 0;\n}\n")
+    path = tmp_path / "k.cu"
+    path.write_text(text)
+    assert [(k.name, k.grid_stride) for k in parse(text, str(path)).kernels] == [
+        ("a", False), ("b", False), ("c", True)]

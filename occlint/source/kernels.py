@@ -168,7 +168,8 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
             template_params=tuple(t.name.decode("utf-8", "replace") for t in tparams),
             params=params, launch_bounds=bounds, maxnreg=maxnreg, cluster_dims=cluster,
             extern_c=_extern_c(node, ctx.tree.root_node), is_definition=body is not None,
-            grid_stride=body is not None and grid_stride(tx.node_text(body)),
+            grid_stride=body is not None and grid_stride(tx.node_text(body))
+            and not _system_callee(ctx, tx.node_text(body)),
             thread_indexed=body is None or thread_indexed(tx.node_text(body), env.fmacros),
         )
         # an explicit specialization (`template <> __global__ void k<64>(...)`) is its own record
@@ -191,7 +192,8 @@ _PRODUCT = re.compile(r"([\w.]+)\s*\*\s*gridDim\.[xyz]|gridDim\.[xyz]\s*\*\s*([\
 _PAIR = re.compile(r"(<<<\s*)?(?:blockDim\.[xyz]\s*,\s*gridDim|gridDim\.[xyz]\s*,\s*blockDim)")
 
 
-_SYSTEM = re.compile(r"\b__threadfence_system\s*\(|\batomic\w*_system\s*\(|\bthread_scope_system\b")
+_SYSTEM = re.compile(r"\b__threadfence_system\s*\(|\batomic\w*_system\s*\(|\bthread_scope_system\b|"
+                     r"\.(?:release|acquire|relaxed|sc|acq_rel)\.sys\b|\bfence\.\w+\.sys\b")
 
 
 _THREAD_WORDS = re.compile(r"\b(?:threadIdx|blockDim|thread_rank|thread_index|meta_group_rank|"
@@ -222,6 +224,45 @@ def thread_indexed(body: str, macros=None, depth: int = 0) -> bool:
                            for d in defs):
             return True
     return False
+
+
+def _system_callee(ctx: Context, body: str) -> bool:
+    """Does the kernel call a function of its file or of a project header it includes whose
+    body orders memory at system scope (NCCL's device API: `bar.sync(...)` over
+    `multimem.red.release.sys`; `grid_stride`'s exemption read only the kernel's own body)?"""
+    from occlint.source.preproc import read_header
+
+    texts = [t for t in (ctx.data, *(read_header(h) for h in ctx.pp.headers[:64]))
+             if t and b"sys" in t and _SYSTEM_BYTES.search(t)]
+    if not texts:
+        return False
+    names = {m.group(1).encode() for m in _CALL.finditer(_COMMENTS.sub(" ", body))
+             if not _NOT_A_CALLEE.fullmatch(m.group(1))}
+    for data in texts:
+        for name in names:
+            for m in re.finditer(rb"\b" + re.escape(name) + rb"\s*\([^;{}]*\)[^;{}]*\{", data):
+                close = _matching_brace(data, m.end() - 1)
+                if close is not None and _SYSTEM_BYTES.search(data, m.end(), close):
+                    return True
+    return False
+
+
+_SYSTEM_BYTES = re.compile(_SYSTEM.pattern.encode())
+
+
+def _matching_brace(data: bytes, at: int, limit: int = 1 << 16) -> int | None:
+    """The offset of the `}` that closes the `{` at `at` (strings and comments not skipped:
+    bounded by `limit` bytes)."""
+    depth = 0
+    for i in range(at, min(len(data), at + limit)):
+        c = data[i]
+        if c == 123:
+            depth += 1
+        elif c == 125:
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 def grid_stride(body: str) -> bool:
