@@ -16,7 +16,6 @@ is < 256, and + - * / % & >> of bounded, non-negative terms keep a bound.
 from __future__ import annotations
 
 import re
-
 from dataclasses import replace
 
 from occlint.model import Index
