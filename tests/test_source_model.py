@@ -1340,3 +1340,14 @@ def test_system_scope_ordering_in_a_called_function_is_not_a_grid_knob(tmp_path)
     path.write_text(text)
     assert [(k.name, k.grid_stride) for k in parse(text, str(path)).kernels] == [
         ("a", False), ("b", False), ("c", True)]
+
+
+def test_a_forwarding_overload_passes_its_own_defaults():
+    # xgboost's dh::LaunchN: the default-stream overload forwards its defaulted parameters,
+    # `LaunchN<ITEMS, BLOCK>(n, nullptr, f)`, and no call writes them: the block is 256
+    text = ("template <typename L> __global__ void K(L f) {}\n"
+            "template <int ITEMS = 8, int BLOCK = 256, typename L>\n"
+            "void LaunchN(int n, void* s, L f) { K<<<n / (ITEMS * BLOCK) + 1, BLOCK>>>(f); }\n"
+            "template <int ITEMS = 8, int BLOCK = 256, typename L>\n"
+            "void LaunchN(int n, L f) { LaunchN<ITEMS, BLOCK>(n, nullptr, f); }\n")
+    assert [la.block.total for la in parse(text).launches] == [256]

@@ -304,7 +304,9 @@ def _template_bindings(ctx: Context, fn, t, depth: int) -> list[dict[bytes, int 
         theirs = ctx._template_names(caller) if caller is not None else set()
         outer: list = [{}]
         if theirs and depth < 2 and any(theirs & set(_WORD.findall(a.text)) for a in targs):
-            outer = template_bindings(ctx, caller, depth + 1) or [{}]
+            # the caller's bindings; with none (a caller no call binds), its parameters'
+            # defaults (xgboost's `LaunchN(n, f)` forwarding `LaunchN<ITEMS, BLOCK>(n, 0, f)`)
+            outer = template_bindings(ctx, caller, depth + 1) or [_defaults(ctx, caller)]
         for ob in outer:
             bind: dict[bytes, int | str] = {}
             for name, arg, is_type in zip(names, targs, kinds, strict=False):
@@ -322,6 +324,22 @@ def _template_bindings(ctx: Context, fn, t, depth: int) -> list[dict[bytes, int 
         if len(out) > MAX_BINDINGS:
             return None
     return out or None
+
+
+def _defaults(ctx: Context, fn) -> dict[bytes, int]:
+    """Template function `fn`'s non-type parameters that have a default -> its value."""
+    t = fn.parent
+    plist = t.child_by_field_name("parameters") if t is not None and \
+        t.type == "template_declaration" else None
+    out: dict[bytes, int] = {}
+    for p in (plist.named_children if plist is not None else ()):
+        if p.type != "optional_parameter_declaration":
+            continue
+        name = declarator_name(p.child_by_field_name("declarator"))
+        v = ctx.env.value(p.child_by_field_name("default_value"), None, out)
+        if name is not None and v is not None:
+            out[name.text] = v
+    return out
 
 
 def _definitions(ctx: Context) -> dict[bytes, int]:
