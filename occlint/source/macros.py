@@ -58,15 +58,9 @@ def _header_uses(ctx: Context) -> list:
         for start, end, args, _at in _uses(ctx, name):
             if len(args) < len([p for p in params if p != b"..."]):
                 continue
-            bind = dict(zip(params, args, strict=False))
-            bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) \
-                if params[-1:] == (b"...",) else b""
-            text = _pasted(_bound(body, bind, _STRINGIFIED_OR_NAME))
-            sub = Context("void __occlint_use() {\n" + text.decode("utf-8", "replace") + ";\n}\n",
-                          ctx.path)
-            env, mine = sub.env, ctx.env
-            env.macros, env.fmacros, env.globals, env.enums, env.structs = (
-                mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
+            text = _pasted(_bound(body, _bind(params, args), _STRINGIFIED_OR_NAME))
+            sub = _sub_context(ctx, "void __occlint_use() {\n" + text.decode("utf-8", "replace")
+                               + ";\n}\n")
             reader = LaunchReader(sub)
             for la in reader.chevrons() + reader.api_calls()[0]:
                 out.append(replace(la, span=ctx.tx.span(start, end), config_span=None,
@@ -113,7 +107,6 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     leaves them unknown; its arguments are not edited (no fix: the body is shared)."""
     from dataclasses import replace
 
-    from occlint.link import template_arg
 
     names = _parameter_names(node)
     if not names:
@@ -139,14 +132,9 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
         if len(args) < len(names):
             continue
         bind = dict(zip(names, args, strict=False))
-        text = _pasted(_bound(head, bind)).strip()
-        name, _, rest = text.partition(b"<")
-        targs = [t.strip() for t in rest.rstrip(b">").split(b",")] if rest else []
         scope = ctx.scope_of(start)
         out.append(_at_use(ctx, reader, at, replace(
-            la, callee=name.decode("utf-8", "replace"), span=ctx.tx.span(start, end),
-            template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
-            template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
+            la, **_callee(ctx, _pasted(_bound(head, bind)), scope), span=ctx.tx.span(start, end),
             config_span=None, arg_spans=(), argc=None,
             function=ctx.function_name(start)), bind, scope, {**(outer[0] if outer else {}), **own}))
     return out if out or kernel_is_parameter else None
@@ -183,14 +171,9 @@ def macro_kernels(ctx: Context) -> list:
                 tail = b" " + inner.text
             use = ctx.data[start:end]               # (the arguments as written: `bool Flag`)
             args = [b" ".join(a.split()) for a in split_args(use[use.find(b"(") + 1:-1])]
-            bind = dict(zip(params, args, strict=False))
-            bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) \
-                if params[-1:] == (b"...",) else b""
-            text = _pasted(_bound(body.replace(b"\\\n", b" "), bind, _STRINGIFIED_OR_NAME)) + tail
-            sub = Context(text.decode("utf-8", "replace"), ctx.path)
-            env, mine = sub.env, ctx.env
-            env.macros, env.fmacros, env.globals, env.enums, env.structs = (
-                mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
+            text = _pasted(_bound(body.replace(b"\\\n", b" "), _bind(params, args),
+                                  _STRINGIFIED_OR_NAME)) + tail
+            sub = _sub_context(ctx, text.decode("utf-8", "replace"))
             scopes = unmacroed(ctx.env, scopes_of(at, ctx.tree.root_node))
             span = ctx.tx.span(start, end)
             for kn in kernel_nodes(sub):
@@ -210,7 +193,6 @@ def _api_at_uses(ctx: Context, node, la, names) -> list | None:
     not read); None when the kernel is not a parameter."""
     from dataclasses import replace
 
-    from occlint.link import template_arg
 
     if la.callee.encode() not in names:
         return None
@@ -220,17 +202,41 @@ def _api_at_uses(ctx: Context, node, la, names) -> list | None:
     for start, end, args, _at, *_outer in [*_uses(ctx, macro), *_nested_uses(ctx, macro)]:
         if not lo <= start < hi or len(args) < len(names):
             continue
-        bind = dict(zip(names, args, strict=False))
-        text = _pasted(_bound(la.callee.encode(), bind)).strip().lstrip(b"&").strip()
-        name, _, rest = text.partition(b"<")
-        targs = [t.strip() for t in rest.rstrip(b">").split(b",")] if rest else []
-        scope = ctx.scope_of(start)
+        text = _pasted(_bound(la.callee.encode(), dict(zip(names, args, strict=False))))
         out.append(replace(
-            la, callee=name.decode("utf-8", "replace").strip(), span=ctx.tx.span(start, end),
-            template_args=tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
-            template_values=tuple(ctx.env.text_value(t, scope) for t in targs),
-            config_span=None, arg_spans=(), argc=None, function=ctx.function_name(start)))
+            la, **_callee(ctx, text.strip().lstrip(b"&"), ctx.scope_of(start)),
+            span=ctx.tx.span(start, end), config_span=None, arg_spans=(), argc=None,
+            function=ctx.function_name(start)))
     return out
+
+
+def _callee(ctx: Context, text: bytes, scope) -> dict:
+    """A launch's callee, template arguments and their values from a kernel written at a
+    macro's use (`k_f32<256 / (4)>`)."""
+    from occlint.link import template_arg
+
+    name, _, rest = text.strip().partition(b"<")
+    targs = [t.strip() for t in rest.rstrip(b">").split(b",")] if rest else []
+    return {"callee": name.decode("utf-8", "replace").strip(),
+            "template_args": tuple(template_arg(t.decode("utf-8", "replace")) for t in targs),
+            "template_values": tuple(ctx.env.text_value(t, scope) for t in targs)}
+
+
+def _bind(params, args) -> dict:
+    """A function-like macro's parameters bound to a use's arguments (`...`: the rest)."""
+    bind = dict(zip(params, args, strict=False))
+    bind[b"__VA_ARGS__"] = b", ".join(args[len(params) - 1:]) if params[-1:] == (b"...",) else b""
+    return bind
+
+
+def _sub_context(ctx: Context, text: str) -> Context:
+    """`text` (a macro's body put together at a use) parsed on its own, reading the file's
+    macros, constants, enums and structs."""
+    sub = Context(text, ctx.path)
+    env, mine = sub.env, ctx.env
+    env.macros, env.fmacros, env.globals, env.enums, env.structs = (
+        mine.macros, mine.fmacros, mine.globals, mine.enums, mine.structs)
+    return sub
 
 
 def _uses(ctx: Context, name: bytes) -> list:
