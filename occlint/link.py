@@ -229,12 +229,14 @@ def deduced(kernel: Kernel, launch: Launch) -> tuple[str | None, ...]:
     """Each template parameter of `kernel` as C++ deduces it from the argument types the launch
     shows (`Launch.arg_types`: `col2im<<<g, b>>>((const half *)src, ...)` with `const T * col`
     gives T = half); None where no argument deduces it, or two disagree."""
+    from occlint.source.types import compact
+
     out: dict[str, str | None] = {}
     for param, arg in zip(kernel.params, launch.arg_types, strict=False):
         m = _PARAM.fullmatch(param)
         if arg is None or m is None:
             continue
-        pattern = _plain_type(m.group(1))
+        pattern = compact(m.group(1))
         base = pattern.rstrip("*")
         stars = len(pattern) - len(base)
         if base not in kernel.template_params or not arg.endswith("*" * stars):
@@ -248,12 +250,6 @@ def deduced(kernel: Kernel, launch: Launch) -> tuple[str | None, ...]:
 
 
 _PARAM = re.compile(r"\s*(.*?[\w*&\s])\s*[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*")
-
-
-def _plain_type(text: str) -> str:
-    """A parameter's type as `source.launches._type_text` writes an argument's."""
-    t = re.sub(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class)\b", " ", text)
-    return re.sub(r"\s*\*\s*", "*", " ".join(t.split())).strip()
 
 
 def _by_deduction(usages: Sequence[Usage], types: tuple[str | None, ...]) -> Sequence[Usage]:

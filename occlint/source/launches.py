@@ -129,11 +129,8 @@ _CASTS = frozenset((b"static_cast", b"reinterpret_cast", b"const_cast"))
 
 
 def _type_text(text: bytes) -> str | None:
-    """A type as link.deduced compares it: no cv-qualifiers or `__restrict__`, one space
-    between words, stars kept (`const half *` -> `half*`)."""
-    t = re.sub(rb"\b(?:const|volatile|__restrict__|__restrict|restrict|struct|class)\b", b" ", text)
-    t = re.sub(rb"\s*\*\s*", b"*", b" ".join(t.split()))
-    return t.decode("utf-8", "replace").strip() or None
+    """A type as link.deduced compares it (`types.compact`)."""
+    return types.compact(text.decode("utf-8", "replace")) or None
 
 
 def _bound_type(arg, bind) -> str | None:

@@ -30,6 +30,13 @@ def normalize(type_text: str) -> str:
     return " ".join(_QUALIFIERS.sub(" ", type_text).split())
 
 
+def compact(type_text: str) -> str:
+    """`normalize`, `__restrict` dropped too and stars kept tight (`const half * __restrict__`
+    -> `half*`): a parameter's and an argument's types as link.deduced compares them."""
+    return re.sub(r"\s*\*\s*", "*", normalize(re.sub(r"\b(?:__restrict|restrict)\b", " ",
+                                                       type_text))).strip()
+
+
 def size_align(type_text: str, structs: dict | None = None) -> tuple[int, int] | None:
     """(size, alignment) of a type name, or None when not plainly known."""
     name = normalize(type_text)
