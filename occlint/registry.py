@@ -113,10 +113,47 @@ def template_fields(template: str) -> set[str]:
 
 
 def render(code: str, variant: str = "message", **values) -> str:
-    """Fill the rule's `message` (or `messages[variant]`) with `values`."""
+    """Fill the rule's `message` (or `messages[variant]`) with `values`; a kernel's long
+    template arguments are shortened (`short_label`)."""
     rule = RULES[code]
+    kernel = values.get("kernel")
+    if type(kernel) is str and len(kernel) > _LONG:
+        values["kernel"] = short_label(kernel)
     template = rule.message if variant == "message" else rule.messages[variant]
     return singular(template.format(**values).strip())
+
+
+_LONG = 40
+
+
+def short_label(label: str) -> str:
+    """`label` (`k<512, Span<transform_iterator<..., lambda ...>>>`) with each template argument
+    longer than 40 characters written as its own template's name and `<...>`, or `...`
+    (xgboost's `EvaluateSplitsKernel<512, xgboost::common::IterSpan<...>>`, not 700
+    characters of thrust iterators): the findings' data and `occlint kernels` keep the whole."""
+    open_ = label.find("<")
+    if open_ < 0 or not label.endswith(">"):
+        return label
+    args, depth, start = [], 0, open_ + 1
+    for i in range(open_ + 1, len(label) - 1):
+        c = label[i]
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(label[start:i].strip())
+            start = i + 1
+    args.append(label[start:-1].strip())
+    if depth != 0:
+        return label
+    out = []
+    for arg in args:
+        if len(arg) > _LONG:
+            head = arg.split("<", 1)[0]
+            arg = f"{head}<...>" if "<" in arg and "(" not in head and len(head) <= _LONG else "..."
+        out.append(arg)
+    return f"{label[:open_]}<{', '.join(out)}>"
 
 
 def render_fix_title(code: str, variant: str = "fix_title", **values) -> str:

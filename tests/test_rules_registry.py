@@ -130,3 +130,22 @@ def test_messages_say_one_in_the_singular():
                            target_regs=64, target_occupancy="50%", target_block=1024, target_blocks=1)
     assert "(1 block/SM)" in text and "1 fewer register/thread" in text, text
     assert registry.singular("11 blocks, 0.1 blocks, 21 bytes") == "11 blocks, 0.1 blocks, 21 bytes"
+
+
+def test_messages_shorten_long_template_arguments_and_the_data_keeps_them():
+    """xgboost's `EvaluateSplitsKernel<512, IterSpan<transform_iterator<..., {lambda}>>>` was
+    700 characters in each OCC001 message."""
+    long_arg = ("xgboost::common::IterSpan<thrust::transform_iterator<xgboost::tree::Evaluate("
+                "xgboost::Context const*)::{lambda(unsigned long)#1}, thrust::counting_iterator<"
+                "unsigned long> > >")
+    label = f"EvaluateSplitsKernel<512, {long_arg}>"
+    assert registry.short_label(label) == "EvaluateSplitsKernel<512, xgboost::common::IterSpan<...>>"
+    assert registry.short_label("k<(anonymous namespace)::Functor<float>, 128>") == \
+        "k<(anonymous namespace)::Functor<float>, 128>"
+    assert registry.short_label("k<{lambda(int)#1} with a body longer than forty characters, 4>") \
+        == "k<..., 4>"
+    assert registry.short_label("k<a, b") == "k<a, b"
+    text = registry.render("OCC001", kernel=label, arch="sm_80", regs=102, block=512,
+                           occupancy="25%", shed=38, target_regs=64, target_blocks=2,
+                           target_occupancy="50%", limiter="registers")
+    assert "EvaluateSplitsKernel<512, xgboost::common::IterSpan<...>>" in text and "lambda" not in text

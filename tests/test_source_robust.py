@@ -224,3 +224,32 @@ def test_deeply_nested_kernels_keep_their_scopes_linkage_and_dead_branches():
     sf = parse(text)
     assert [(k.qualname, k.extern_c) for k in sf.kernels] == [("a::b::live", True), ("S::t", False)]
     check_spans(sf)
+
+
+def test_namespaces_survive_error_recovery_in_a_class_body():
+    """xgboost's gpu_predictor.cu: `XGBOOST_DEV_INLINE Loader(...) : batch_{...}` (a macro
+    before a constructor) is an error tree-sitter recovers from by closing the namespace, so the
+    kernels after it were `PredictKernel`, where nvcc's are `xgboost::predictor::PredictKernel`.
+    In a tree with errors the namespaces are those a count of the braces gives."""
+    text = (CASES.parent / "source_cases" / "namespace_after_error.cu").read_text()
+    sf = parse(text)
+    assert [k.qualname for k in sf.kernels] == [
+        "xgboost::predictor::PredictKernel", "xgboost::predictor::(anonymous namespace)::Other",
+        "xgboost::predictor::v1::Inl", "xgboost::predictor::Last"]
+    assert [(la.callee, la.block.x) for la in sf.launches] == [("PredictKernel", 128)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("namespace a { namespace { int x; } }", [(0, 36, "a"), (14, 34, "(anonymous namespace)")]),
+    ("namespace a::b { inline namespace v2 { } }", [(0, 42, "a::b"), (24, 40, "v2")]),
+    ('namespace a { char c = \'}\'; const char* s = "}"; /* } */ // }\n}', [(0, 63, "a")]),
+    ("#if X\nnamespace a {\n#else\nnamespace b {\n#endif\n}", [(6, 48, "a")]),
+    ("#if 0\nnamespace a {\n#else\nnamespace b {\n#endif\n}", [(26, 48, "b")]),
+    ("namespace a { }}", None),
+    ("namespace a { {", None),
+    ("namespace fs = std::filesystem; void f() { }", []),
+])
+def test_brace_count_namespaces(text, expected):
+    from occlint.source.text import namespaces
+
+    assert namespaces(text.encode()) == expected

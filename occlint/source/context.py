@@ -17,7 +17,7 @@ from occlint.source.consteval import (
 )
 from occlint.source.grammar import file_captures, parser
 from occlint.source.preproc import Scan, View, scan
-from occlint.source.text import Text
+from occlint.source.text import Text, namespaces
 
 _SCOPE_TYPES = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier"}
 
@@ -36,22 +36,24 @@ def ancestors(root, node) -> list:
     return out
 
 
-def scopes_of(node, root) -> tuple[str, ...]:
-    """Enclosing namespace and class names, outermost first."""
-    return tuple(name for _at, name in scoped_ancestors(node, root))
-
-
-def scoped_ancestors(node, root) -> list[tuple[int, str]]:
-    """(start byte, name) of each enclosing namespace and class, outermost first."""
+def scoped_ancestors(node, root, spaces=None) -> list[tuple[int, str]]:
+    """(start byte, name) of each enclosing namespace and class, outermost first. With
+    `spaces` (`text.namespaces` of the parsed bytes), the namespaces are those, not the
+    tree's."""
     out = []
+    if spaces is not None:
+        at = node.start_byte
+        out = [(start, name) for start, end, name in spaces if start <= at < end]
     for p in ancestors(root, node):
+        if p.type == "namespace_definition" and spaces is not None:
+            continue
         if p.type in _SCOPE_TYPES:
             name = p.child_by_field_name("name")
             if name is not None:
                 out.append((p.start_byte, b"".join(name.text.split()).decode("utf-8", "replace")))
             elif p.type == "namespace_definition":
                 out.append((p.start_byte, "(anonymous namespace)"))
-    return out
+    return sorted(out) if spaces is not None else out
 
 
 def is_dead(node, root) -> bool:
@@ -177,6 +179,7 @@ class Context:
         self._tnames: dict[int, set[bytes]] = {}
         self._typedefs: dict[str, tuple] = {}       # name -> (live layouts, dead layouts)
         self._refs: dict[bytes, set[int]] | None = None    # _reference_params, on first use
+        self._spaces = _NOT_ASKED                           # scoped, on first use
         self._func_by_start = {f[0]: f[2] for f in funcs}
         self._maybe_dead = re.search(rb"#[ \t]*if[ \t]+(0|false)\b", self.data) is not None
         self.view = view if outer is None else outer.view
@@ -204,6 +207,18 @@ class Context:
             if start <= byte < end:
                 return node
         return None
+
+    def scoped(self, node) -> list[tuple[int, str]]:
+        """`scoped_ancestors(node)`; in a tree with errors, the namespaces a count of the braces
+        gives (`text.namespaces`), where that count balances."""
+        if self._spaces is _NOT_ASKED:
+            self._spaces = namespaces(self.data) if self.tree.root_node.has_error and \
+                b"namespace" in self.data else None
+        return scoped_ancestors(node, self.tree.root_node, self._spaces)
+
+    def scopes(self, node) -> tuple[str, ...]:
+        """Enclosing namespace and class names, outermost first (`scoped`)."""
+        return tuple(name for _at, name in self.scoped(node))
 
     def scope_of(self, byte: int) -> int | None:
         f = self.function_at(byte)
@@ -260,7 +275,7 @@ class Context:
             quals = qualifiers(node)
             name = declarator_name(node.child_by_field_name("declarator"))
             if name is not None and quals & {b"const", b"constexpr"}:
-                qual = "::".join((*scopes_of(node, self.tree.root_node),
+                qual = "::".join((*self.scopes(node),
                                   name.text.decode("utf-8", "replace")))
                 env.globals.setdefault(name.text, []).append(
                     (qual, node.child_by_field_name("default_value")))
@@ -335,7 +350,7 @@ class Context:
             name = name.child_by_field_name("declarator")            # (its elements: source.values)
         if name is None or name.type != "identifier":
             return
-        qual = "::".join((*scopes_of(decl, self.tree.root_node), name.text.decode("utf-8", "replace")))
+        qual = "::".join((*self.scopes(decl), name.text.decode("utf-8", "replace")))
         self.env.globals.setdefault(name.text, []).append((qual, init.child_by_field_name("value")))
 
     # --- locals, on demand -----------------------------------------------------------------------

@@ -7,7 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from occlint.model import Kernel, LaunchBounds
-from occlint.source.context import Context, ancestors, scoped_ancestors, scopes_of
+from occlint.source.context import Context, ancestors
 
 
 @dataclass
@@ -124,7 +124,7 @@ def kernel_nodes(ctx: Context) -> list[KernelNode]:
         if name_node is None:
             continue
         name = name_node.text.decode("utf-8", "replace")
-        scopes = unmacroed(env, (*_scopes(node, ctx.tree.root_node, opened, name_node.start_byte),
+        scopes = unmacroed(env, (*_scopes(ctx, node, opened, name_node.start_byte),
                                  *prefix))
         qualname = "::".join((*scopes, name))
         plist = fdecl.child_by_field_name("parameters")
@@ -343,11 +343,11 @@ def unmacroed(env, scopes) -> tuple[str, ...]:
 _QUALIFIED = re.compile(rb"\s*(?:::)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*\s*")
 
 
-def _scopes(node, root, opened: list[tuple[int, str | None]], at: int) -> tuple[str, ...]:
-    """`scopes_of(node)` with the namespaces macros have opened (and not closed) before offset
+def _scopes(ctx: Context, node, opened: list[tuple[int, str | None]], at: int) -> tuple[str, ...]:
+    """`ctx.scopes(node)` with the namespaces macros have opened (and not closed) before offset
     `at`, each in its place by where it opens."""
     if not opened:
-        return scopes_of(node, root)
+        return ctx.scopes(node)
     stack: list[tuple[int, str]] = []
     for offset, name in opened:
         if offset >= at:
@@ -357,8 +357,8 @@ def _scopes(node, root, opened: list[tuple[int, str | None]], at: int) -> tuple[
         elif stack:
             stack.pop()
     if not stack:
-        return scopes_of(node, root)
-    return tuple(part for _at, name in sorted(scoped_ancestors(node, root) + stack,
+        return ctx.scopes(node)
+    return tuple(part for _at, name in sorted(ctx.scoped(node) + stack,
                                                key=lambda x: x[0])
                  for part in name.split("::"))
 

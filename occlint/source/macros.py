@@ -148,7 +148,6 @@ def macro_kernels(ctx: Context) -> list:
     the use, at the use (`Kernel.in_macro`: no fix edits it)."""
     from dataclasses import replace
 
-    from occlint.source.context import scopes_of
     from occlint.source.kernels import kernel_nodes, split_args, unmacroed
 
     if b"__global__" not in ctx.data and not any(
@@ -174,7 +173,7 @@ def macro_kernels(ctx: Context) -> list:
             text = _pasted(_bound(body.replace(b"\\\n", b" "), _bind(params, args),
                                   _STRINGIFIED_OR_NAME)) + tail
             sub = _sub_context(ctx, text.decode("utf-8", "replace"))
-            scopes = unmacroed(ctx.env, scopes_of(at, ctx.tree.root_node))
+            scopes = unmacroed(ctx.env, ctx.scopes(at))
             span = ctx.tx.span(start, end)
             for kn in kernel_nodes(sub):
                 k = kn.kernel

@@ -362,3 +362,54 @@ def split_lines(text: str, keepends: bool = False) -> list[str]:
     if keepends:
         return [p + "\n" for p in parts] + ([last] if last else [])
     return [p[:-1] if p.endswith("\r") else p for p in parts] + ([last] if last else [])
+
+
+_CHAR = re.compile(rb"'(?:\\.|[^'\\\n]){1,8}'")
+_BRACES = re.compile(rb"\bnamespace\b\s*((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?"
+                     rb"[A-Za-z_]\w*)*)?\s*\{|[{}]")
+
+
+def namespaces(data: bytes) -> list[tuple[int, int, str]] | None:
+    """(open, close, name) of each namespace block of `data` by a count of its braces: the
+    code without strings, comments, character literals and directive lines, and of each
+    conditional group only its first branch that is not `#if 0`. None when the braces do not
+    balance. tree-sitter's error recovery can close a namespace early (xgboost: a macro before
+    a constructor, `XGBOOST_DEV_INLINE Loader(...) : batch_{...}`), leaving the kernels after it
+    in no namespace, where nvcc's names them in theirs."""
+    from occlint.source.preproc import _directives
+
+    code = bytearray(blank_noise(data))
+    if b"'" in data:
+        for m in _CHAR.finditer(code):
+            code[m.start():m.end()] = b" " * (m.end() - m.start())
+    groups: list[list] = []        # per open group: [skipping since, a branch kept]
+    for start, end, word, rest in _directives(data):
+        code[start:end] = b" " * (end - start)
+        if word in (b"if", b"ifdef", b"ifndef"):
+            dead = word == b"if" and rest.strip() in (b"0", b"false")
+            groups.append([start if dead else None, not dead])
+        elif word in (b"elif", b"elifdef", b"elifndef", b"else") and groups:
+            group = groups[-1]
+            if group[0] is not None:
+                code[group[0]:start] = b" " * (start - group[0])
+            group[0] = start if group[1] else None
+            group[1] = True
+        elif word == b"endif" and groups:
+            since = groups.pop()[0]
+            if since is not None:
+                code[since:start] = b" " * (start - since)
+    out, stack = [], []
+    for m in _BRACES.finditer(code):
+        if m.group(0)[-1:] == b"}":
+            if not stack:
+                return None
+            at, name = stack.pop()
+            if name is not None:
+                out.append((at, m.end(), name))
+        elif m.group(0) == b"{":
+            stack.append((m.start(), None))
+        else:
+            name = m.group(1)
+            stack.append((m.start(), "(anonymous namespace)" if name is None else
+                          re.sub(rb"\binline\s+|\s+", b"", name).decode("utf-8", "replace")))
+    return None if stack else sorted(out)
