@@ -278,6 +278,26 @@ def test_a_unit_whose_compile_failed_borrows_no_other_units_figures(tmp_path, nv
     assert launch["other.cu"]["occupancy"]["sm_90"]["limiter"] == "shared_memory"
 
 
+def test_a_header_whose_includers_all_failed_says_so(tmp_path, nvcc_path):
+    # xgboost without dmlc-core: device_helpers.cuh's LaunchN launch said "nvcc reported no
+    # figures for this file's kernels (defined in a file not listed, ...)", where nvcc stopped
+    # at a missing header in every unit that includes it
+    (tmp_path / "helpers.cuh").write_text(
+        "template <typename L> __global__ void each(int n, L f) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) f(i); }\n"
+        "template <typename L> void launch_n(int n, L f) { each<<<(n + 255) / 256, 256>>>(n, f); }\n")
+    (tmp_path / "user.cu").write_text(
+        '#include <dmlc/omp.h>\n#include "helpers.cuh"\n'
+        "struct Fill { float* p; __device__ void operator()(int i) const { p[i] = 1.f; } };\n"
+        "void run(float* p, int n) { launch_n(n, Fill{p}); }\n")
+    for args in (("helpers.cuh", "user.cu"), ("helpers.cuh",)):
+        recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", *args,
+                                   cwd=tmp_path).stdout)
+        launch = next(r for r in recs if r["kind"] == "launch" and r["path"] == "helpers.cuh")
+        assert launch["no_occupancy"].startswith(
+            "nvcc failed on `user.cu`, which includes this file (its warning above says why)"), args
+
+
 def test_kernels_gives_a_launch_of_several_instantiations_the_lowest(tmp_path, nvcc_path):
     # BabelStream's `dot_kernel<<<nblocks, TBSIZE_DOT>>>(a, b, ...)` in a class template
     # instantiated for float and double: "could not be matched to one compiled instantiation"

@@ -128,6 +128,8 @@ def launch_text(r: dict) -> str:
 NOT_COMPILED = "not compiled (--no-compile, or no nvcc): no registers or shared memory figures"
 COMPILE_FAILED = ("nvcc failed on this file (its warning above says why): no registers or "
                   "shared memory figures")
+INCLUDER_FAILED = ("nvcc failed on {}, {} this file (its warning above says why): no "
+                   "registers or shared memory figures")
 NO_FIGURES = ("nvcc reported no figures for this file's kernels (defined in a file not listed, "
               "or not compiled for these archs)")
 
@@ -564,6 +566,13 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     measured = {u.kernel.split("::")[-1] for u in mine}
     bounds = _bounds(recs)
     unmeasured = NOT_COMPILED if report is None else COMPILE_FAILED if failed_here else NO_FIGURES
+    if unmeasured == NO_FIGURES and not mine and report.errors:
+        stopped = _failed_includers(path, report, texts)
+        if stopped:
+            unmeasured = INCLUDER_FAILED.format(
+                ", ".join(f"`{u}`" for u in stopped[:3]) +
+                (f" and {len(stopped) - 3} more" if len(stopped) > 3 else ""),
+                "which includes" if len(stopped) == 1 else "which include")
     pointers = _pointer_callees(sf)
     for r in recs:
         if r["kind"] == "launch":
@@ -677,6 +686,30 @@ _NOT_NAMES = frozenset((b"dim3", b"static_cast", b"int", b"unsigned", b"long", b
 DEFINED_NOWHERE_VIA = ("the block size `{}` is `{}`, which is defined nowhere occlint looked (this "
                        "file, the project headers it includes, the compile flags): if a header "
                        "defines it, add that header's folder to `include-dirs`")
+
+
+def _failed_includers(path: str, report, texts: dict) -> list[str]:
+    """The units whose compile failed that include `path` (a header with no figures: nvcc
+    stopped before it in each of them; xgboost's device_helpers.cuh, every includer missing
+    dmlc-core), as given."""
+    from occlint.engine import include_line, read_text
+    from occlint.errors import OcclintError
+
+    out = []
+    for unit in dict.fromkeys(e.unit for e in report.errors if e.unit):
+        if os.path.realpath(unit) == os.path.realpath(path):
+            continue
+        text = texts.get(unit)
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if text is None:
+            try:
+                text = read_text(unit)
+            except (OSError, ValueError, OcclintError):
+                continue
+        if include_line(text, unit, path) is not None:
+            out.append(unit)
+    return out
 
 
 def _defining_headers(sf, path: str, report, memo: dict) -> list:
