@@ -206,15 +206,18 @@ def _launches(root, source: str) -> list[dict]:
 
 def test_a_launch_through_a_function_pointer_says_so(tmp_path):
     # GPU MODE's lecture_008 (and ggml's ggml_cuda_kernel_launch): `kernel<<<...>>>` on a
-    # parameter said "nvcc reported no figures for `kernel` (defined in a file not listed...)"
+    # parameter said "nvcc reported no figures for `kernel` (defined in a file not listed...)";
+    # a call of it in the file is a launch of the kernel it passes (source.forwarded)
     source = (
         "__global__ void a(int* d) { d[threadIdx.x] *= 2; }\n"
         "void bench(void (*kernel)(int*), int* d) { kernel<<<4, 256>>>(d); }\n"
+        "void lone(void (*kernel)(int*), int* d) { kernel<<<4, 256>>>(d); }\n"
         "void run(int* d) { bench(a, d); a<<<4, 256>>>(d); }\n")
-    why = [x["no_occupancy"] for x in _launches(tmp_path, source)]
-    assert why[0] == ("`kernel` is a variable of `bench` (a function pointer), which occlint does "
-                      "not follow to a kernel")
-    assert why[1].startswith("not compiled")
+    got = [(x["name"], x["line"], x["block"], x["no_occupancy"]) for x in _launches(tmp_path, source)]
+    assert got[0] == ("kernel", 3, 256, "`kernel` is a variable of `lone` (a function pointer), "
+                      "which occlint does not follow to a kernel")
+    assert [g[:3] for g in got[1:]] == [("a", 4, 256), ("a", 4, 256)]
+    assert all(g[3].startswith("not compiled") for g in got[1:])
 
 
 def test_a_launch_through_an_array_of_function_pointers_is_listed_and_says_so(tmp_path):

@@ -1351,3 +1351,36 @@ def test_a_forwarding_overload_passes_its_own_defaults():
             "template <int ITEMS = 8, int BLOCK = 256, typename L>\n"
             "void LaunchN(int n, L f) { LaunchN<ITEMS, BLOCK>(n, nullptr, f); }\n")
     assert [la.block.total for la in parse(text).launches] == [256]
+
+
+def test_a_launch_through_a_function_whose_kernel_is_a_parameter_is_read_at_each_call():
+    """`template <typename K> void run(K kernel, int g, int threads) { kernel<<<g, threads>>>(); }`
+    (cudpp's seg-reduce `Dispatch`, test helpers taking the kernel under test): the launch was
+    "`kernel` is a variable of `run` (a function pointer)". Now one launch per call in the
+    file, of the kernel it passes, its sizes read with the call's arguments; a call passing a
+    variable of its own is not followed; no fix edits the shared text."""
+    sf = parse(
+        "template <typename K, typename... Args>\n"
+        "void run(K kernel, int grid, int threads, Args... args) {\n"
+        "  kernel<<<grid, threads>>>(args...);\n}\n"
+        "void run2(void (*kernel)(float*), dim3 block, float* x) { kernel<<<1, block>>>(x); }\n"
+        "template <int N> __global__ void heavy(float* x) { x[threadIdx.x * N] = 1.f; }\n"
+        "__global__ void light(float* x) { x[threadIdx.x] = 2.f; }\n"
+        "void host(float* x) {\n"
+        "  const int kThreads = 128;\n"
+        "  run(heavy<4>, 10, 256, x);\n"
+        "  run(&light, 10, kThreads * 2, x);\n"
+        "  run2(light, dim3(32, 4), x);\n"
+        "  auto k = light;\n"
+        "  run(k, 1, 64, x);\n}\n")
+    got = [(la.callee, la.template_args, la.span.line, la.grid.total, la.block.total,
+            la.block.x, la.block.y, la.arg_spans, la.config_span, la.function)
+           for la in sf.launches]
+    assert got == [
+        ("heavy", ("4",), 10, 10, 256, 256, 1, (), None, "host"),
+        ("light", (), 11, 10, 256, 256, 1, (), None, "host"),
+        ("light", (), 12, 1, 128, 32, 4, (), None, "host")]
+    assert all(find_kernel(sf, la) is not None for la in sf.launches)
+    # with no call in the file, the function's own launch stays (and says why it has no kernel)
+    alone = parse("void run(void (*kernel)(int*), int* p) { kernel<<<1, 32>>>(p); }\n")
+    assert [la.callee for la in alone.launches] == ["kernel"]

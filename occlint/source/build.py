@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from occlint.model import SourceFile
 from occlint.source.context import Context
+from occlint.source.forwarded import forwarded
 from occlint.source.indices import attach_indices
 from occlint.source.kernels import kernel_nodes
 from occlint.source.launches import LaunchReader
@@ -105,7 +106,8 @@ def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parse
     launches, attributes = reader.api_calls()
     launches += reader.chevrons()
     in_macros = macro_launches(ctx, reader)
-    launches = sorted(launches + in_macros[0], key=lambda x: x.span.start)
+    launches = forwarded(ctx, reader, launches + in_macros[0], {kn.kernel.name for kn in kns})
+    launches = sorted(launches, key=lambda x: x.span.start)
     attributes += in_macros[1]
     sf = SourceFile(
         path=path, text=text, kernels=(*(kn.kernel for kn in kns), *macro_kernels(ctx)),

@@ -230,10 +230,12 @@ def _system_callee(ctx: Context, body: str) -> bool:
     """Does the kernel call a function of its file or of a project header it includes whose
     body orders memory at system scope (NCCL's device API: `bar.sync(...)` over
     `multimem.red.release.sys`; `grid_stride`'s exemption read only the kernel's own body)?"""
-    from occlint.source.preproc import read_header
-
-    texts = [t for t in (ctx.data, *(read_header(h) for h in ctx.pp.headers[:64]))
-             if t and b"sys" in t and _SYSTEM_BYTES.search(t)]
+    texts = ctx.__dict__.get("_system_texts")
+    if texts is None:           # once per file: the texts that order memory at system scope
+        from occlint.source.preproc import read_header
+        texts = ctx.__dict__["_system_texts"] = [
+            t for t in (ctx.data, *(read_header(h) for h in ctx.pp.headers[:64]))
+            if t and b"sys" in t and _SYSTEM_BYTES.search(t)]
     if not texts:
         return False
     names = {m.group(1).encode() for m in _CALL.finditer(_COMMENTS.sub(" ", body))
