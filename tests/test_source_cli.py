@@ -220,6 +220,61 @@ def test_a_launch_through_a_function_pointer_says_so(tmp_path):
     assert all(g[3].startswith("not compiled") for g in got[1:])
 
 
+LAUNCHER = """\
+#pragma once
+namespace dh {
+class LaunchKernel {
+  dim3 grids_, blocks_;
+  size_t shmem_size_;
+ public:
+  LaunchKernel(unsigned g, unsigned b, size_t shmem = 0, cudaStream_t s = nullptr)
+      : grids_{g, 1, 1}, blocks_{b, 1, 1}, shmem_size_{shmem} {}
+  LaunchKernel(dim3 g, dim3 b, size_t shmem = 0, cudaStream_t s = nullptr)
+      : grids_{g}, blocks_{b}, shmem_size_{shmem} {}
+  template <typename K, typename... Args>
+  void operator()(K kernel, Args... args) {
+    kernel<<<grids_, blocks_, shmem_size_, nullptr>>>(args...);
+  }
+};
+}  // namespace dh
+"""
+
+
+def test_launches_through_a_launcher_object_of_a_header_are_read_at_each_call(tmp_path):
+    # xgboost's `dh::LaunchKernel{grid, block, smem, stream}(kernel, ...)` (17 launches, the
+    # class in device_helpers.cuh): the only launch listed was the header's `kernel<<<grids_,
+    # blocks_, ...>>>`, "a variable of `operator()`". Each construction the file calls is a
+    # launch of the kernel it passes, with the members the chosen constructor makes of its
+    # arguments (a `dim3` argument picks the `dim3` constructor).
+    (tmp_path / "launcher.cuh").write_text(LAUNCHER)
+    (tmp_path / "use.cu").write_text(
+        '#include "launcher.cuh"\n'
+        "__global__ void clear(float* x, int n) { x[threadIdx.x] = 0.f; }\n"
+        "template <int B> __global__ void restore(float* x, int n) { x[threadIdx.y] = 1.f; }\n"
+        "void run(float* x, int n) {\n"
+        "  unsigned constexpr kBlockThreads = 256;\n"
+        "  dh::LaunchKernel launch{(n + 255) / 256, kBlockThreads};\n"
+        "  launch(clear, x, n);\n"
+        "  dh::LaunchKernel{1u, 1u, 0, nullptr}(clear, x, n);\n"
+        "  dim3 const block3(16, 64, 1);\n"
+        "  dh::LaunchKernel{dim3(4, 4, 1), block3}(restore<16>, x, n);\n"
+        "  dh::LaunchKernel(dim3(4), dim3(32, 8), 1024)(restore<8>, x, n);\n"
+        "  auto kernel = clear;\n"
+        "  dh::LaunchKernel{2u, 96u}(kernel, x, n);\n"
+        "}\n")
+    r = run_main("kernels", "--no-compile", "--json", "use.cu", "launcher.cuh", cwd=tmp_path)
+    got = [(x["path"], x["line"], x["name"], x["template_args"], x["grid"], x["block"],
+            x["dynamic_smem"], x["block_text"])
+           for x in json.loads(r.stdout) if x["kind"] == "launch"]
+    assert got == [
+        ("use.cu", 7, "clear", [], None, 256, 0, "dim3(kBlockThreads, 1, 1)"),
+        ("use.cu", 8, "clear", [], 1, 1, 0, "dim3(1u, 1, 1)"),
+        ("use.cu", 10, "restore", ["16"], 16, 1024, 0, "block3"),
+        ("use.cu", 11, "restore", ["8"], 4, 256, 1024, "dim3(32, 8)"),
+        ("use.cu", 13, "clear", [], 2, 96, 0, "dim3(96u, 1, 1)"),
+        ("launcher.cuh", 13, "kernel", [], None, None, None, "blocks_")]
+
+
 def test_a_launch_through_an_array_of_function_pointers_is_listed_and_says_so(tmp_path):
     # NVIDIA-developer-blog's finite-difference.cu: `fpDeriv[fp]<<<grid[fp], block[fp]>>>` was
     # missing from the listing, with no reason given

@@ -1357,8 +1357,8 @@ def test_a_launch_through_a_function_whose_kernel_is_a_parameter_is_read_at_each
     """`template <typename K> void run(K kernel, int g, int threads) { kernel<<<g, threads>>>(); }`
     (cudpp's seg-reduce `Dispatch`, test helpers taking the kernel under test): the launch was
     "`kernel` is a variable of `run` (a function pointer)". Now one launch per call in the
-    file, of the kernel it passes, its sizes read with the call's arguments; a call passing a
-    variable of its own is not followed; no fix edits the shared text."""
+    file, of the kernel it passes, its sizes read with the call's arguments; no fix edits the
+    shared text."""
     sf = parse(
         "template <typename K, typename... Args>\n"
         "void run(K kernel, int grid, int threads, Args... args) {\n"
@@ -1379,8 +1379,41 @@ def test_a_launch_through_a_function_whose_kernel_is_a_parameter_is_read_at_each
     assert got == [
         ("heavy", ("4",), 10, 10, 256, 256, 1, (), None, "host"),
         ("light", (), 11, 10, 256, 256, 1, (), None, "host"),
-        ("light", (), 12, 1, 128, 32, 4, (), None, "host")]
+        ("light", (), 12, 1, 128, 32, 4, (), None, "host"),
+        ("light", (), 14, 1, 64, 64, 1, (), None, "host")]     # `auto k = light;` is `light`
     assert all(find_kernel(sf, la) is not None for la in sf.launches)
     # with no call in the file, the function's own launch stays (and says why it has no kernel)
     alone = parse("void run(void (*kernel)(int*), int* p) { kernel<<<1, 32>>>(p); }\n")
     assert [la.callee for la in alone.launches] == ["kernel"]
+
+
+def test_a_launch_through_a_function_taking_a_launch_parameters_object_reads_its_construction():
+    """ggml's `ggml_cuda_kernel_launch(kernel, launch_params, ...)` (82 calls) launches
+    `kernel<<<launch_params.block_nums, launch_params.block_dims, launch_params.shmem, ...>>>`;
+    each caller builds `launch_params` with the struct's constructor. The members are what the
+    constructor makes of the construction's arguments; a `const dim3&` parameter is read too."""
+    sf = parse(
+        "struct launch_params_t {\n"
+        "  dim3 block_nums; dim3 block_dims; size_t shmem;\n"
+        "  launch_params_t(const dim3& nums_, const dim3& dims_, const size_t shmem_)\n"
+        "      : block_nums(nums_), block_dims(dims_), shmem(shmem_) {}\n};\n"
+        "template <typename Kernel, typename... Args>\n"
+        "static void kernel_launch(Kernel kernel, const launch_params_t & launch_params, "
+        "Args&&... args) {\n"
+        "  kernel<<<launch_params.block_nums, launch_params.block_dims, launch_params.shmem>>>("
+        "args...);\n}\n"
+        "__global__ void concat(float* x) { x[threadIdx.x] = 0.f; }\n"
+        "#define CONCAT_BLOCK_SIZE 256\n"
+        "void run(float* x, int n, bool wide) {\n"
+        "  if (wide) {\n"
+        "    const launch_params_t launch_params = launch_params_t((dim3)n, CONCAT_BLOCK_SIZE, 0);\n"
+        "    kernel_launch(concat, launch_params, x);\n"
+        "  } else {\n"
+        "    const dim3 block_dims(32, 4, 1);\n"
+        "    const launch_params_t launch_params = launch_params_t(dim3(n), block_dims, 1024);\n"
+        "    kernel_launch(concat, launch_params, x);\n"
+        "  }\n}\n")
+    got = [(la.callee, la.span.line, la.block.total, la.block.text, la.dynamic_smem)
+           for la in sf.launches]
+    assert got == [("concat", 15, 256, "CONCAT_BLOCK_SIZE", 0),
+                   ("concat", 19, 128, "block_dims", 1024)]

@@ -4,20 +4,25 @@ one launch per call of the function in the file, at the call, of the kernel the 
 its block, grid and dynamic shared memory read again at the call with the function's
 parameters bound to the call's arguments (`macros._at_use`). No fix edits it: the launch's
 text is the function's, shared by every call. A call that passes one of its own variables
-(a longer chain) is not followed."""
+(a longer chain) is not followed.
+
+A launcher object's `operator()` (xgboost's `dh::LaunchKernel{grid, block}(kernel, ...)`, or
+`LaunchKernel launch{grid, block}; launch(kernel, ...)`) is called where the file constructs
+its class: the members its launch reads (`blocks_`) are what the chosen constructor's
+initializer list makes of the construction's arguments (`blocks_{b, 1, 1}`: `dim3(b, 1, 1)`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from occlint.source.consteval import declarator_name
-from occlint.source.context import Context, function_declarator
-from occlint.source.launches import LaunchReader, unwrap_kernel_ref
-from occlint.source.macros import _at_use, _callee
+from occlint.source.context import Context, ancestors, function_declarator, word_starts
+from occlint.source.launches import LaunchReader, callee_parts, unwrap_kernel_ref
+from occlint.source.macros import _at_use, _bound
 from occlint.source.values import calls_of
 
-_PARAMETERS = ("parameter_declaration", "optional_parameter_declaration",
-               "variadic_parameter_declaration")
+_PARAMETERS = ("parameter_declaration", "optional_parameter_declaration")
 _KERNEL_ARGS = ("identifier", "qualified_identifier", "template_function")
 
 
@@ -28,30 +33,96 @@ def forwarded(ctx: Context, reader: LaunchReader, launches: list, kernels: set[s
     out = []
     for la in launches:
         got = None
-        if la.callee and "::" not in la.callee and "[" not in la.callee and \
-                la.callee not in kernels and la.span is not None:
-            got = _at_calls(ctx, reader, la)
+        if _maybe_forwarded(la, kernels):
+            got = _at_calls(ctx, reader, la, ctx)
         out += got or [la]
+    return out + _from_headers(ctx, reader)
+
+
+def _callee(ctx: Context, reader: LaunchReader, node, scope) -> dict:
+    """The launch's kernel, template arguments as written and their values, from the kernel
+    reference a call passes (as a chevron launch reads its callee)."""
+    name, targs = callee_parts(node)
+    return {"callee": name, "template_args": tuple(" ".join(ctx.tx.node_text(a).split())
+                                                   for a in targs),
+            "template_values": reader.template_values(targs, scope)}
+
+
+def _maybe_forwarded(la, kernels) -> bool:
+    return bool(la.callee) and "::" not in la.callee and "[" not in la.callee and \
+        la.callee not in kernels and la.span is not None
+
+
+# a launch on a name that is also written as a parameter (`K kernel,`, `(*kernel)(int*))`)
+_CHEVRON_CALLEE = re.compile(rb"\b([A-Za-z_]\w*)\s*<<<")
+
+
+def _from_headers(ctx: Context, reader: LaunchReader) -> list:
+    """The launches of the project headers `ctx` includes whose kernel is a parameter of their
+    function (or launcher class), at the file's calls (constructions) of it."""
+    from occlint.source.context import MAX_CONSTANT_HEADERS, header_context
+    from occlint.source.preproc import read_header
+
+    out = []
+    for path in ctx.pp.headers[:MAX_CONSTANT_HEADERS]:
+        data = read_header(path)
+        if not data or b"<<<" not in data:
+            continue
+        names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
+        if not any(re.search(rb"[\w*&)]\s+\(?\*?\s*" + n + rb"\s*[,)]", data) for n in names):
+            continue                    # no launch on a parameter
+        home = header_context(path, ctx.view)
+        if home is None:
+            continue
+        for la in _parameter_launches(home):
+            got = _at_calls(ctx, reader, la, home)
+            out += [replace(x, path=ctx.path) for x in got or ()]
     return out
 
 
+def _parameter_launches(home: Context) -> list:
+    """The chevron launches of `home` (a header) on a name that is a parameter of their
+    function (memoized on it)."""
+    got = home.__dict__.get("_parameter_launches")
+    if got is None:
+        got = home.__dict__["_parameter_launches"] = [
+            la for la in LaunchReader(home).chevrons() if _maybe_forwarded(la, set())
+            and (fn := home.function_at(home.tx.byte_offset(la.span.start))) is not None
+            and la.callee.encode() in _parameters(fn)]
+    return got
+
+
 def _parameters(fn) -> list[bytes | None]:
-    """The names of function definition `fn`'s parameters, in order (None: unnamed)."""
+    """The names of function definition `fn`'s parameters, in order (None: unnamed; a pack
+    `Args... args` is the last, named b"...")."""
     decl = function_declarator(fn)
     plist = decl.child_by_field_name("parameters") if decl is not None else None
     if plist is None:
         return []
     out = []
     for p in plist.named_children:
-        if p.type in _PARAMETERS:
-            name = declarator_name(p.child_by_field_name("declarator"))
-            out.append(name.text if name is not None else None)
+        if p.type == "variadic_parameter_declaration":
+            out.append(b"...")
+        elif p.type in _PARAMETERS:
+            out.append(_param_name(p))
     return out
 
 
-def _at_calls(ctx: Context, reader: LaunchReader, la) -> list | None:
-    at = ctx.tx.byte_offset(la.span.start)
-    fn = ctx.function_at(at)
+def _param_name(p) -> bytes | None:
+    """A parameter declaration's name (`int n`, `const dim3& b`, `void (*k)(int)`), or None."""
+    d = p.child_by_field_name("declarator")
+    for _ in range(16):
+        if d is None or d.type == "identifier":
+            break
+        inner = d.child_by_field_name("declarator")
+        d = inner if inner is not None or not d.named_child_count else d.named_children[-1]
+    return d.text if d is not None and d.type == "identifier" else None
+
+
+def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | None:
+    """`la`'s launches at the calls in `ctx` of its function in `home` (`ctx`, or a header)."""
+    at = home.tx.byte_offset(la.span.start)
+    fn = home.function_at(at)
     if fn is None:
         return None
     names = _parameters(fn)
@@ -60,34 +131,110 @@ def _at_calls(ctx: Context, reader: LaunchReader, la) -> list | None:
         return None
     index = names.index(callee)
     decl = function_declarator(fn)
-    fname = declarator_name(decl.child_by_field_name("declarator")) if decl is not None else None
-    if fname is None:
-        return None
-    mentions = {n for n in names if n}
+    inner = decl.child_by_field_name("declarator") if decl is not None else None
+    if inner is not None and inner.type == "operator_name" and inner.text == b"operator()":
+        calls, members = _object_calls(ctx, fn, home)
+    else:
+        fname = declarator_name(inner)
+        if fname is None:
+            return None
+        calls, members = [(c, {}) for c in calls_of(ctx, fname.text)], set()
+    mentions = {n for n in names if n and n != b"..."} | members
     out = []
-    for call in calls_of(ctx, fname.text):
-        if fn.start_byte <= call.start_byte < fn.end_byte:
+    for call, made in calls:
+        if home is ctx and fn.start_byte <= call.start_byte < fn.end_byte:
             continue                    # the function calling itself
-        args = [a for a in call.child_by_field_name("arguments").named_children
-                if a.type != "comment"]
-        if index >= len(args) or len(args) > len(names):
-            continue
-        kernel = unwrap_kernel_ref(args[index])
+        args = _args(call.child_by_field_name("arguments"))
+        if index >= len(args) or (len(args) > len(names) and b"..." not in names):
+            continue                    # (another overload's call)
+        kernel = unwrap_kernel_ref(reader.kernel_ref(unwrap_kernel_ref(args[index]), call))
         scope = ctx.scope_of(call.start_byte)
         if kernel is None or kernel.type not in _KERNEL_ARGS or (
                 kernel.type == "identifier" and scope is not None and
                 ctx.local(scope, kernel.text) is not None):
             continue                    # an expression, or a variable of the caller
-        bind = {n: b"(" + a.text + b")" for n, a in zip(names, args, strict=False) if n}
+        bind = {**made, **{n: _grouped(a.text) for n, a in zip(names, args, strict=False)
+                           if n and n != b"..."}}
+        fields = {(n, m): text for n, a in zip(names, args, strict=False) if n and n != b"..."
+                  for m, text in _object_fields(ctx, home, a, scope).items()}
+
+        def made_at_call(dims, bind=bind, fields=fields):
+            """`dims` unknown, written as the call makes it (`blocks_` -> `dim3(kB, 1, 1)`)."""
+            if not _names(dims.text) & mentions:
+                return dims
+            return replace(dims, x=None, y=None, z=None, text=_substituted(dims.text, bind, fields))
+        smem_text = _substituted(la.dynamic_smem_text, bind, fields) \
+            if _names(la.dynamic_smem_text) & mentions else la.dynamic_smem_text
         site = replace(
-            la, **_callee(ctx, kernel.text, scope), span=ctx.tx.node_span(call),
+            la, **_callee(ctx, reader, kernel, scope), span=ctx.tx.node_span(call),
             config_span=None, arg_spans=(), argc=None, arg_types=(), choices=(), bindings=(),
             sweep=False, block_parameter=False, block_template=(),
             function=ctx.function_name(call.start_byte),
-            block=_unknown(la.block, mentions), grid=_unknown(la.grid, mentions),
-            dynamic_smem=None if _names(la.dynamic_smem_text) & mentions else la.dynamic_smem)
-        out.append(_at_use(ctx, reader, call, site, bind, scope))
+            block=made_at_call(la.block), grid=made_at_call(la.grid),
+            dynamic_smem=None if smem_text != la.dynamic_smem_text else la.dynamic_smem,
+            dynamic_smem_text=smem_text)
+        out.append(_at_use(ctx, reader, call, site, {}, scope))
     return out or None
+
+
+_MEMBER_OR_NAME = re.compile(rb"([A-Za-z_]\w*)(\s*\.\s*([A-Za-z_]\w*))?")
+
+
+def _substituted(text: str, bind: dict, fields: dict) -> str:
+    """`text` with, in one pass, each `p.m` that `fields` has and each name `bind` has replaced
+    (a replacement is not read again: the caller's names may be the function's)."""
+    def one(m):
+        if m.group(3) is not None and (m.group(1), m.group(3)) in fields:
+            return fields[(m.group(1), m.group(3))]
+        return bind.get(m.group(1), m.group(1)) + (m.group(2) or b"")
+    return _MEMBER_OR_NAME.sub(one, text.encode("utf-8", "replace")).decode("utf-8", "replace")
+
+
+def _object_fields(ctx: Context, home: Context, arg, scope) -> dict:
+    """The members (name -> text) of the caller's local object `arg` is, as its construction
+    makes them (ggml's `const ggml_cuda_kernel_launch_params launch_params =
+    ggml_cuda_kernel_launch_params(blocks, block_dims, 0, stream);` passed to
+    `ggml_cuda_kernel_launch(k, launch_params, ...)`, whose launch reads
+    `launch_params.block_dims`); {} when it is no such local."""
+    if arg.type != "identifier" or scope is None:
+        return {}
+    local = ctx.local(scope, arg.text, arg)      # (the declaration visible at the call)
+    if local is None or len(local.decls) != 1 or local.whole_written:
+        return {}
+    decl = local.decls[0][1]
+    value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+    holder = decl.parent
+    ty = holder.child_by_field_name("type") if holder is not None else None
+    if value is None or ty is None:
+        return {}
+    if value.type == "call_expression":       # `T x = T(a, b)`
+        fn = value.child_by_field_name("function")
+        if fn is None or fn.text.split(b"::")[-1] != ty.text.split(b"::")[-1]:
+            return {}
+        value = value.child_by_field_name("arguments")
+    elif value.type == "compound_literal_expression":     # `T x = T{a, b}`
+        value = value.child_by_field_name("value")
+    if value is None or value.type not in ("argument_list", "initializer_list"):
+        return {}
+    name = ty.text.split(b"::")[-1].strip()
+    for where in (home, ctx):
+        body = _class_body(where, name)
+        if body is not None:
+            made = _made(ctx, _constructors(body, name), _args(value), decl)
+            return made or {}
+    return {}
+
+
+def _class_body(ctx: Context, name: bytes):
+    """The body of the class or struct `ctx` defines as `name`, or None."""
+    for node in ctx.caps.get("struct", ()):
+        if node.type not in ("struct_specifier", "class_specifier"):
+            continue
+        n = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if n is not None and body is not None and n.text.split(b"::")[-1].strip() == name:
+            return body
+    return None
 
 
 def _names(text: str) -> set[bytes]:
@@ -100,3 +247,147 @@ def _unknown(dims, mentions: set[bytes]):
     if not _names(dims.text) & mentions:
         return dims
     return replace(dims, x=None, y=None, z=None)
+
+
+def _args(node) -> list:
+    return [a for a in node.named_children if a.type != "comment"] if node is not None else []
+
+
+def _object_calls(ctx: Context, fn, home: Context) -> tuple[list, set[bytes]]:
+    """The calls of `operator()` definition `fn` (of `home`) on objects `ctx` constructs, each
+    with its members bound to what the construction makes them (name -> text); and the members
+    any constructor sets."""
+    root = ctx.tree.root_node
+    cls = next((p for p in reversed(ancestors(home.tree.root_node, fn))
+                if p.type in ("class_specifier", "struct_specifier")), None)
+    name = cls.child_by_field_name("name") if cls is not None else None
+    body = cls.child_by_field_name("body") if cls is not None else None
+    if name is None or body is None:
+        return [], set()
+    name = name.text.split(b"::")[-1].strip()
+    ctors = _constructors(body, name)
+    if not ctors:
+        return [], set()
+    out = []
+    for start in word_starts(ctx.data, name, 0, len(ctx.data)):
+        node = root.descendant_for_byte_range(start, start + len(name))
+        if node is None or (home is ctx and cls.start_byte <= start < cls.end_byte):
+            continue
+        parent = node.parent
+        while parent is not None and parent.type == "qualified_identifier":
+            node, parent = parent, parent.parent
+        if parent is None or ctx.dead(parent):
+            continue
+        if parent.type in ("compound_literal_expression", "call_expression") and \
+                parent.child_by_field_name("function" if parent.type == "call_expression"
+                                           else "type").start_byte == node.start_byte:
+            call = parent.parent            # `LaunchKernel{g, b}(k, ...)`, `LaunchKernel(g, b)(k)`
+            if call is not None and call.type == "call_expression" and \
+                    call.child_by_field_name("function").start_byte == parent.start_byte:
+                made = _made(ctx, ctors, _args(parent.child_by_field_name(
+                    "arguments" if parent.type == "call_expression" else "value")), call)
+                if made is not None:
+                    out.append((call, made))
+        elif parent.type == "declaration" and parent.child_by_field_name("type") is not None \
+                and parent.child_by_field_name("type").start_byte == node.start_byte:
+            caller = ctx.function_at(parent.start_byte)     # `LaunchKernel launch{g, b};`
+            for d in parent.children_by_field_name("declarator"):
+                var = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+                if var is None or var.type != "identifier" or caller is None:
+                    continue
+                made = _made(ctx, ctors, _args(d.child_by_field_name("value")), parent)
+                for call in calls_of(ctx, var.text):
+                    f = call.child_by_field_name("function")
+                    if made is not None and f.type == "identifier" and \
+                            parent.end_byte <= call.start_byte < caller.end_byte:
+                        out.append((call, made))
+    return out, {m for _p, _d, inits in ctors for m in inits}
+
+
+def _constructors(body, name: bytes) -> list:
+    """(parameter names and types, defaults, member -> initializer text) of each constructor
+    class body `body` defines."""
+    out = []
+    for node in body.named_children:
+        if node.type == "template_declaration":
+            node = next((c for c in node.named_children if c.type == "function_definition"), node)
+        decl = function_declarator(node) if node.type == "function_definition" else None
+        inner = decl.child_by_field_name("declarator") if decl is not None else None
+        if inner is None or inner.text != name:
+            continue
+        params = []
+        for p in _args(decl.child_by_field_name("parameters")):
+            ty = p.child_by_field_name("type")
+            default = p.child_by_field_name("default_value")
+            params.append((_param_name(p),
+                           ty is not None and ty.text.split(b"::")[-1] == b"dim3",
+                           default.text if default is not None else None))
+        inits = {}
+        for child in node.named_children:
+            if child.type != "field_initializer_list":
+                continue
+            for f in child.named_children:
+                member = f.named_children[0] if f.named_child_count else None
+                values = _args(f.named_children[1]) if f.named_child_count > 1 else []
+                if member is None or member.type != "field_identifier" or not values:
+                    continue
+                texts = [v.text for v in values]
+                inits[member.text] = texts[0] if len(texts) == 1 else \
+                    b"dim3(" + b", ".join(texts) + b")"
+        out.append((params, None, inits))
+    return out
+
+
+def _made(ctx: Context, ctors: list, args: list, at) -> dict | None:
+    """The members (name -> text) the constructor a construction with `args` chooses makes:
+    of those whose parameter count fits, the one whose `dim3` parameters take the most `dim3`
+    arguments; None when none fits."""
+
+    scope = ctx.scope_of(at.start_byte)
+    kinds = [_is_dim3(ctx, a, scope) for a in args]
+    best, score = None, -1
+    for params, _unused, inits in ctors:
+        required = sum(1 for p in params if p[2] is None)
+        if not required <= len(args) <= len(params):
+            continue
+        fit = sum(k == p[1] for k, p in zip(kinds, params, strict=False))
+        if fit > score:
+            best, score = (params, inits), fit
+    if best is None:
+        return None
+    params, inits = best
+    bind = {p[0]: _grouped(args[i].text if i < len(args) else p[2])
+            for i, p in enumerate(params) if p[0]}
+    return {m: _grouped(_bound(text, bind)) for m, text in inits.items()}
+
+
+_HEAD = re.compile(rb"[\w:.]+")
+
+
+def _grouped(text: bytes) -> bytes:
+    """`text` in parentheses, unless it is one term (`n`, `dim3(4, 4, 1)`, `Policy::kBlock`)."""
+    text = text.strip()
+    m = _HEAD.match(text)
+    rest = text[m.end():].strip() if m else text
+    if m and (not rest or (rest[:1] == b"(" and _closes_at_end(rest))):
+        return text
+    return b"(" + text + b")"
+
+
+def _closes_at_end(text: bytes) -> bool:
+    """Does the `(` that starts `text` close at its last byte?"""
+    depth = 0
+    for i, c in enumerate(text):
+        depth += (c == 40) - (c == 41)
+        if depth == 0:
+            return i == len(text) - 1
+    return False
+
+
+def _is_dim3(ctx: Context, node, scope) -> bool:
+    if node.text.startswith(b"dim3"):
+        return True
+    if node.type != "identifier" or scope is None:
+        return False
+    local = ctx.local(scope, node.text)
+    return local is not None and any("dim3" in str(d[0]) for d in local.decls)
