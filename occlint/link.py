@@ -282,11 +282,12 @@ _ENUM_ARG = re.compile(r"\([A-Za-z_][\w:]*\)(-?\d+)")
 
 def _may_be(value, written: str, got: str) -> bool:
     """A launch's template argument may be nvcc's `got`: it is (`_is`), or it is a name this
-    file cannot resolve (a template parameter)."""
+    file cannot resolve (a template parameter), or a `decltype(...)` (xgboost's
+    `EvaluateSplitsKernel<kBlockThreads, decltype(d_scans)>`)."""
     if _is(value, written, got):
         return True
     w = template_arg(written)
-    return value is None and w.isidentifier() and w not in _TYPES
+    return value is None and ((w.isidentifier() and w not in _TYPES) or w.startswith("decltype("))
 
 
 _TYPES = frozenset(("float", "double", "int", "char", "bool", "short", "long", "unsigned",

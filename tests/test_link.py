@@ -171,3 +171,22 @@ def test_a_launch_that_expands_a_template_pack_may_run_each_instantiation_of_the
     [kernel], [la] = sf.kernels, sf.launches
     usages = [_u("apply", ("4", "float", "float", "float")), _u("apply", ("1", "float", "float"))]
     assert [u.template_args[0] for u in instantiations(usages, kernel, la)] == ["4", "1"]
+
+
+def test_a_decltype_template_argument_may_be_any_instantiation_the_others_agree_with():
+    # xgboost's `EvaluateSplitsKernel<kBlockThreads, decltype(d_scans)>` (512 known, the type
+    # not): "could not be matched to one compiled instantiation", where nvcc compiled one with
+    # 512; a written type still has to agree
+    from occlint.link import instantiations
+    from occlint.source import parse
+
+    text = ("template <int B, typename S> __global__ void k(S s) {}\n"
+            "void run(int n) {\n  auto d_scans = make(n);\n  constexpr int kB = 512;\n"
+            "  k<kB, decltype(d_scans)><<<1, kB>>>(d_scans);\n"
+            "  k<256, decltype(d_scans)><<<1, 256>>>(d_scans);\n"
+            "  k<kB, float><<<1, kB>>>(1.f);\n}\n")
+    sf = parse(text, "k.cu")
+    [kernel] = sf.kernels
+    usages = [_u("k", ("512", "IterSpan<thrust::transform_iterator<F, I> >"), regs=98)]
+    assert [[u.registers for u in instantiations(usages, kernel, la)] for la in sf.launches] == \
+        [[98], [], []]
