@@ -60,7 +60,7 @@ _CHEVRON_CALLEE = re.compile(rb"\b([A-Za-z_]\w*)\s*<<<")
 def _from_headers(ctx: Context, reader: LaunchReader) -> list:
     """The launches of the project headers `ctx` includes whose kernel is a parameter of their
     function (or launcher class), at the file's calls (constructions) of it."""
-    from occlint.source.context import MAX_CONSTANT_HEADERS, header_context
+    from occlint.source.context import MAX_CONSTANT_HEADERS
     from occlint.source.preproc import read_header
 
     out = []
@@ -68,16 +68,35 @@ def _from_headers(ctx: Context, reader: LaunchReader) -> list:
         data = read_header(path)
         if not data or b"<<<" not in data:
             continue
-        names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
-        if not any(re.search(rb"[\w*&)]\s+\(?\*?\s*" + n + rb"\s*[,)]", data) for n in names):
-            continue                    # no launch on a parameter
-        home = header_context(path, ctx.view)
+        home = _home(path, data)
         if home is None:
             continue
         for la in _parameter_launches(home):
             got = _at_calls(ctx, reader, la, home)
             out += [replace(x, path=ctx.path) for x in got or ()]
     return out
+
+
+_HOMES: dict[tuple[str, int], Context | None] = {}
+
+
+def _home(path: str, data: bytes) -> Context | None:
+    """Header `path` parsed on its own (no view: only its launches' texts and functions are
+    read), when it launches on a name it also writes as a parameter; once per process and
+    contents (every file of a project includes its common header)."""
+    key = (path, hash(data))
+    if key not in _HOMES:
+        names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
+        home = None
+        if names and re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
+                               rb")\s*[,)]", data):
+            home = Context(data.decode("utf-8", "replace"), path)
+            if not _parameter_launches(home):
+                home = None
+        if len(_HOMES) > 256:
+            _HOMES.clear()
+        _HOMES[key] = home
+    return _HOMES[key]
 
 
 def _parameter_launches(home: Context) -> list:
