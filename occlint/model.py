@@ -163,6 +163,7 @@ class Launch:
     # an unknown block written with template parameters of the launching function
     # (`Ktraits::kNThreads`): the parameter names, for saying why it is unknown
     block_template: tuple[str, ...] = ()
+    smem_template: tuple[str, ...] = ()     # the same for an unknown dynamic shared memory
     block_parameter: bool = False   # an unknown block that is a parameter of the launching function
 
 

@@ -370,3 +370,47 @@ def test_a_header_included_inside_a_namespace_gets_its_kernels_figures():
     unit = parse("__global__ void k(float* p) { p[0] = 1; }\n", "other.cu")
     assert [u.kernel for u in match_usage(header.kernels[0], usage)] == ["A::k"]
     assert match_usage(unit.kernels[0], usage) == []
+
+
+SMEM_TILE = """\
+template <typename T, int MT> constexpr int smem_bytes_for() { return 2 * MT * 72 * (int)sizeof(T); }
+template <typename T, int MT>
+__global__ void __launch_bounds__(256) k(T* out) {
+  extern __shared__ char smem_raw[];
+  T* s = reinterpret_cast<T*>(smem_raw);
+  s[threadIdx.x] = out[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = s[255 - threadIdx.x];
+}
+template <typename T, int MT>
+static void launch_tile(T* out, cudaStream_t stream) {
+  constexpr int smem = smem_bytes_for<T, MT>();
+  k<T, MT><<<1, dim3(256), smem, stream>>>(out);
+}
+"""
+
+
+def test_a_constexpr_shared_size_of_a_template_launcher_is_read_per_call(tmp_path, nvcc_path):
+    # bitsandbytes' gemm_4bit: `constexpr int smem = smem_bytes_for<T, MT, NT, KC>();` in
+    # `launch_tile<T, MT, ...>`, called with constants: "the dynamic shared memory `smem` is not
+    # a compile-time constant". A type template argument now reaches `sizeof(T)` in the
+    # constexpr function; with no call, the reason names the template parameters; when nvcc
+    # failed, that is the reason (no size would give a figure)
+    (tmp_path / "called.cu").write_text(
+        SMEM_TILE + "void dispatch(float* out, int mt, cudaStream_t s) {\n"
+        "  if (mt == 32) launch_tile<float, 32>(out, s); else launch_tile<float, 128>(out, s);\n}\n")
+    (tmp_path / "alone.cu").write_text(
+        SMEM_TILE + "template void launch_tile<float, 32>(float*, cudaStream_t);\n")
+    (tmp_path / "fails.cu").write_text('#include "not_there.h"\n' + SMEM_TILE)
+    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_80", "--no-cache", "called.cu",
+                               "alone.cu", "fails.cu", cwd=tmp_path).stdout)
+    launch = {r["path"]: r for r in recs if r["kind"] == "launch"}
+    assert sorted((b["template_values"], b["dynamic_smem"])
+                  for b in launch["called.cu"]["bindings"]) == [
+        (["float", 32], 2 * 32 * 72 * 4), (["float", 128], 2 * 128 * 72 * 4)]
+    occ = launch["called.cu"]["occupancy"]["sm_80"]
+    assert (occ["active_blocks"], occ["limiter"]) == (2, "shared_memory")  # 73728 B each
+    assert launch["alone.cu"]["no_occupancy"].startswith(
+        "the dynamic shared memory `smem` depends on template parameters of `launch_tile` "
+        "(`MT`, `T`)")
+    assert launch["fails.cu"]["no_occupancy"].startswith("nvcc failed on this file")

@@ -90,6 +90,7 @@ def records(sf) -> list[dict]:
             "template_args": list(la.template_args), "template_values": list(la.template_values),
             "function": la.function, "runtime_block": la.runtime_block, "call_text": None,
             "block_template": list(la.block_template),
+            "smem_template": list(la.smem_template),
             "block_choices": sorted({b for b, _smem in la.choices} |
                                     {b for _values, b, _smem in la.bindings}),
             "bindings": [{"template_values": list(values), "block": b, "dynamic_smem": smem}
@@ -142,6 +143,8 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
     what to say when nothing was compiled."""
     if r.get("occupancy"):
         return None
+    if not_compiled.startswith("nvcc failed on"):
+        return not_compiled     # no figure at any size until it compiles (the cause to fix first)
     if r["runtime_block"]:
         return ("the block size is chosen at run time by "
                 "cudaOccupancyMaxPotentialBlockSize")
@@ -161,6 +164,13 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
             "the block size is not a compile-time constant (its launch configuration is not read)"
     if r["dynamic_smem"] is None and not (r.get("block_choices") and all(
             b["dynamic_smem"] is not None for b in r.get("bindings", ()))):
+        if r.get("smem_template"):
+            fn = r["function"] or "its function"
+            names = ", ".join(f"`{n}`" for n in r["smem_template"])
+            return (f"the dynamic shared memory `{r['dynamic_smem_text']}` depends on template "
+                    f"parameters of `{fn}` ({names}), and the calls of `{fn}` in this file do "
+                    "not give it one value (each instantiation has its own; a call from another "
+                    "file is not read)")
         return (f"the dynamic shared memory `{r['dynamic_smem_text']}` is not a compile-time "
                 "constant")
     block = r["block"] if r["block"] is not None else max(r["block_choices"])   # the largest

@@ -185,6 +185,10 @@ class Local:
     passed: list = field(default_factory=list)      # calls' argument lists naming it alone
 
 
+# a template argument written as a type (`smem_bytes_for<float, 32>()`)
+_TYPE_NODES = frozenset(("type_descriptor", "primitive_type", "sized_type_specifier"))
+
+
 class Env:
     """What names mean in one file; filled by occlint.source.context.Context."""
 
@@ -446,6 +450,10 @@ class Env:
                 return None
             for p, a in zip(tparams, targs, strict=False):
                 v = self.value(a, scope, bind)
+                if v is None:       # a type: as the binding names it, or as written
+                    v = bind.get(b"".join(a.text.split())) or \
+                        (a.text.decode("utf-8", "replace") if a.type in _TYPE_NODES else None)
+                    v = v if isinstance(v, str) and v else None
                 if v is not None:
                     inner[p] = v
         self._active.add(("f", name))

@@ -431,6 +431,8 @@ class LaunchReader:
             name.split("::")[-1] in self.template_kernels else (),
             block_template=self._template_words(block, call)
             if b.total is None and not choices and not bindings else (),
+            smem_template=self._template_words(smem, call)
+            if dyn is None and not choices and not bindings else (),
             block_parameter=b.total is None and not choices and not bindings and
             self._is_parameter(block, scope),
         )
@@ -527,8 +529,9 @@ class LaunchReader:
         return not integral or types.is_integral(local.decls[0][0].decode("utf-8", "replace"))
 
     def _template_words(self, block, call) -> tuple[str, ...]:
-        """The template parameters of the function around `call` that the block expression
-        names, itself or through a local alias (`using Ktraits = Traits<kNThreads>;`)."""
+        """The template parameters of the function around `call` that the block (or shared
+        memory) expression names, itself or through a local alias (`using Ktraits =
+        Traits<kNThreads>;`) or `constexpr` local."""
         fn = self.ctx.function_at(call.start_byte)
         if block is None or fn is None:
             return ()
@@ -539,8 +542,9 @@ class LaunchReader:
         body = fn.text
         for w in list(words):
             alias = re.search(rb"\busing\s+" + re.escape(w) + rb"\s*=([^;]*);", body) or \
-                re.search(rb"\btypedef\b([^;]*)\b" + re.escape(w) + rb"\s*;", body)
-            if alias:
+                re.search(rb"\btypedef\b([^;]*)\b" + re.escape(w) + rb"\s*;", body) or \
+                re.search(rb"\bconstexpr\b[^;=()]*\b" + re.escape(w) + rb"\s*=([^;]*);", body)
+            if alias:           # (or `constexpr int smem = smem_bytes_for<T, MT>();`)
                 words |= set(re.findall(rb"[A-Za-z_]\w*", alias.group(1)))
         return tuple(sorted(w.decode("utf-8", "replace") for w in words & params))
 
