@@ -438,6 +438,29 @@ def test_setup_py_nvcc_flags_through_a_helper_or_unreadable(tmp_path):
                                     "list occlint can read: it compiles without them")
 
 
+def test_setup_py_include_dirs_written_with_pathlib(tmp_path):
+    # flash-attention: include_dirs=[Path(this_dir) / "csrc" / "flash_attn", ...] were not
+    # read, so every unit missed its own headers
+    from occlint.python.extensions import extension_entries
+
+    (tmp_path / "k.cu").write_text("")
+    setup = tmp_path / "setup.py"
+    setup.write_text(textwrap.dedent('''\
+        import os
+        from pathlib import Path
+        from torch.utils.cpp_extension import CUDAExtension
+        this_dir = os.path.dirname(os.path.abspath(__file__))
+        root = Path(__file__).resolve().parent
+        CUDAExtension(name="a", sources=["k.cu"], include_dirs=[
+            Path(this_dir) / "csrc" / "flash_attn", root / "csrc" / "cutlass" / "include",
+            str(Path(this_dir) / "x"), os.fspath(root / "y")])
+        '''))
+    (a,) = extension_entries(str(setup))
+    assert [x for x in a["arguments"] if x.startswith(f"-I{tmp_path}")] == [
+        f"-I{tmp_path}/csrc/flash_attn", f"-I{tmp_path}/csrc/cutlass/include", f"-I{tmp_path}/x",
+        f"-I{tmp_path}/y"]
+
+
 def test_load_call_in_a_python_file_gives_flags(tmp_path):
     from occlint.python.extensions import run_entries
 

@@ -308,6 +308,11 @@ class _Extractor(cst.CSTVisitor):
             name = _name_of(node)
             if name and self.lookup(name, at, scopes):
                 return self._named(name, node, scopes, at)
+            if node.attr.value == "parent":       # `Path(__file__).parent`
+                part = self.value(node.value, scopes, at)
+                if isinstance(part, PyStr) and not part.unknown:
+                    import posixpath
+                    return PyStr.synthetic(posixpath.dirname(part.text), self.start(node))
             return Unknown(self.source(node))
         if isinstance(node, (cst.Tuple, cst.List)):
             items = []
@@ -431,6 +436,10 @@ class _Extractor(cst.CSTVisitor):
                 return lv.copy().extend(PyStr.missing(self.source(right), self.start(right)))
             if kind is cst.Modulo:
                 return strings.percent(lv, rv, self.start(right), self.as_str)
+            if kind is cst.Divide and isinstance(rv, PyStr) and not lv.unknown and \
+                    not rv.unknown:     # `Path(this_dir) / "csrc"`: str / str is no Python
+                import posixpath
+                return PyStr.synthetic(posixpath.join(lv.text, rv.text), self.start(node))
             return Unknown(self.source(node))
         if kind is cst.Add and isinstance(rv, PyStr):
             return PyStr.missing(self.source(left), self.start(left)).extend(rv)
@@ -489,6 +498,17 @@ class _Extractor(cst.CSTVisitor):
                 import posixpath
                 f = posixpath.dirname if fname.endswith("dirname") else posixpath.normpath
                 return PyStr.synthetic(f(part.text), self.start(node))
+            return Unknown(self.source(node))
+        if fname in ("Path", "pathlib.Path", "PurePath", "pathlib.PurePath",
+                     "os.fspath") and len(args) == 1 and not kwargs:
+            part = self.value(args[0].value, scopes, at)   # flash-attention's `Path(this_dir)`
+            return part if isinstance(part, PyStr) else Unknown(self.source(node))
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+                "resolve", "absolute") and not args and not kwargs:
+            part = self.value(node.func.value, scopes, at)  # `Path(__file__).resolve()`
+            if isinstance(part, PyStr) and not part.unknown:
+                import posixpath
+                return PyStr.synthetic(posixpath.normpath(part.text), self.start(node))
             return Unknown(self.source(node))
         if fname in ("os.path.join", "path.join", "posixpath.join") and args and not kwargs:
             parts = [self.value(a.value, scopes, at) for a in args]
