@@ -131,6 +131,20 @@ def _minor_point_of_a_sweep(hit: Hit, held) -> bool:
     return 2 * len({b for b, _d in held}) < len(sizes)
 
 
+def notes(values: dict) -> str:
+    """The words a finding's message ends with, from its values (`engine.to_finding`)."""
+    return choices_note(values) + unmeasured_note(values) + callee_note(values)
+
+
+def callee_note(values: dict) -> str:
+    """A spill finding whose spills are (partly) in functions the kernel calls."""
+    callee = values.get("callee")
+    if not callee:
+        return ""
+    return (f" [{values['callee_stores']} bytes of the stores are in functions it calls that "
+            f"ptxas did not inline, most in `{callee}`]")
+
+
 def choices_note(values: dict) -> str:
     """The words a finding at a few-valued launch ends with."""
     choices, held = values.get("choices"), values.get("holds_for") or ()
@@ -416,7 +430,7 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
             continue
         for arch in facts.archs:
             for u in kf.usages.get(arch, []):
-                if not (u.spill_stores or u.spill_loads):
+                if not (u.all_spill_stores or u.all_spill_loads):
                     continue
                 k = (arch_kernel(kf, arch) or (None, kf.kernel))[1]
                 eff = effective_bounds(k, _instance_bounds(kf, u), u, arch, facts.global_cap)
@@ -426,8 +440,10 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
                 if binds != capped:
                     continue
                 values = {"kernel": instance_label(kf.kernel, u.template_args), "arch": arch,
-                          "regs": u.registers, "stores": u.spill_stores, "loads": u.spill_loads,
-                          "stack": u.stack_frame}
+                          "regs": u.registers, "stores": u.all_spill_stores,
+                          "loads": u.all_spill_loads, "stack": u.stack_frame}
+                if u.callee_spill_stores or u.callee_spill_loads:
+                    values.update(callee=u.spilling_callee, callee_stores=u.callee_spill_stores)
                 # no cap binds and ptxas used every register a thread can have: there is no
                 # cap to raise, only live state to reduce
                 variant = "at_max" if not binds and u.registers >= MAX_THREAD_REGISTERS else "message"

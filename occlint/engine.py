@@ -58,8 +58,7 @@ def to_finding(hit: checks.Hit, path: str, group: Sequence[checks.Hit] = ()) -> 
         title = registry.render_fix_title(hit.code, hit.fix.variant, **hit.fix.values)
         fix = Fix(title, tuple(hit.fix.edits), hit.fix.applicability)
     message = aggregate.label_message(
-        registry.render(hit.code, hit.variant, **hit.values) + checks.choices_note(hit.values)
-        + checks.unmeasured_note(hit.values), hit)
+        registry.render(hit.code, hit.variant, **hit.values) + checks.notes(hit.values), hit)
     return Finding(code=hit.code, name=rule.name, message=message,
                    path=path, span=hit.span, severity=rule.severity, fix=fix, arch=hit.arch,
                    kernel=hit.kernel, url=rule.url, data=_data(hit),

@@ -569,7 +569,7 @@ def owner(site: Site, min_occupancy: float, sm_count: int) -> str | None:
     if limiter == "registers":
         if site.usage is None:
             return None
-        if site.launch is None and (site.usage.spill_stores or site.usage.spill_loads):
+        if site.launch is None and (site.usage.all_spill_stores or site.usage.all_spill_loads):
             return None     # kernel-level: OCC011/OCC012 report this register pressure
         return "OCC001"
     if limiter == "shared_memory":

@@ -222,6 +222,20 @@ class Usage:
     max_registers: int | None = None     # EIATTR_MAXREG_COUNT: the register cap honoured (255: none)
     cluster_dims: tuple[int, int, int] | None = None   # EIATTR_CTA_PER_CLUSTER
     max_cluster_blocks: int | None = None              # EIATTR_MAX_CLUSTER_RANK
+    # spills in the functions it calls that ptxas did not inline (each reported on its own
+    # "Function properties" line; the cubin says which kernel calls which), and the demangled
+    # name of the one that spills most
+    callee_spill_stores: int = 0
+    callee_spill_loads: int = 0
+    spilling_callee: str = ""
+
+    @property
+    def all_spill_stores(self) -> int:
+        return self.spill_stores + self.callee_spill_stores
+
+    @property
+    def all_spill_loads(self) -> int:
+        return self.spill_loads + self.callee_spill_loads
 
 
 @dataclass(frozen=True)

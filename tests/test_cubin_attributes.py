@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from conftest import run_main
 
 from occlint import occupancy
 from occlint.config import Config
@@ -145,3 +146,60 @@ def test_old_cache_entries_and_sidecars_lack_attributes():
     d = dataclasses.asdict(u)
     d["cluster_dims"] = [2, 1, 1]
     assert usage_from_json(d, "a.cu") == dataclasses.replace(u, unit="a.cu")
+
+
+CALLEE = """\
+__device__ __noinline__ float work(const float *in, int t) {
+  float acc[48];
+#pragma unroll
+  for (int i = 0; i < 48; ++i) acc[i] = in[t * 48 + i];
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int i = 0; i < 48; ++i) acc[i] = acc[i] * acc[(i + r + 1) % 48] + 1.f;
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 48; ++i) s += acc[i];
+  return s;
+}
+__global__ void __launch_bounds__(1024, 2) heavy_call(const float *in, float *out) {
+  out[threadIdx.x] = work(in, threadIdx.x);
+}
+__global__ void light(float *out) { out[threadIdx.x] = 1.f; }
+"""
+
+
+@pytest.mark.parametrize("rdc", [False, True])
+def test_spills_in_a_callee_ptxas_did_not_inline_are_the_kernels(tmp_path, nvcc_path, rdc):
+    # flash-attention's flash_fwd_kernel (hdim32, sm_80): ptxas reports the kernel with 0 B of
+    # spills and its non-inlined callee compute_attn_1rowblock with 1292 B of spill stores;
+    # occlint said 0 and "All checks passed!". The callee's figures are ptxas's own lines (the
+    # whole-program copy `$kernel$callee`, or -rdc's `.nv.callgraph` edge to a clone)
+    import re
+    import subprocess
+
+    from occlint.toolchain.ptxas import function_frames
+
+    (tmp_path / "c.cu").write_text(CALLEE)
+    flags = ("-rdc=true",) if rdc else ()
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",), no_cache=True,
+                    nvcc_flags=flags)
+    got = {u.kernel: u for us in collect_usage([str(tmp_path / "c.cu")], config).usages.values()
+           for u in us}
+    report = subprocess.run([nvcc_path, "-arch=sm_90", *flags, "-cubin", "-Xptxas", "-v", "-o",
+                             str(tmp_path / "c.cubin"), str(tmp_path / "c.cu")],
+                            capture_output=True, text=True, check=True).stderr
+    frames = function_frames(report)
+    callee = next(name for name in frames if name.startswith("_Z4work") and frames[name][1])
+    heavy = got["heavy_call"]
+    assert (heavy.spill_stores, heavy.spill_loads) == frames["_Z10heavy_callPKfPf"][1:] == (0, 0)
+    assert (heavy.callee_spill_stores, heavy.callee_spill_loads) == frames[callee][1:]
+    assert heavy.callee_spill_stores > 0 and heavy.spilling_callee == "work"
+    assert (got["light"].callee_spill_stores, got["light"].spilling_callee) == (0, "")
+    assert re.search(r"Function properties for _Z4workPKfi", report)
+    rdc_config = ("--config", 'nvcc-flags = ["-rdc=true"]') if rdc else ()
+    r = run_main("check", "--arch", "sm_90", "--no-cache", *rdc_config, "c.cu", cwd=tmp_path)
+    assert "OCC012 `heavy_call` spills registers on sm_90 under __launch_bounds__(1024, 2): " \
+        f"{heavy.callee_spill_stores} bytes spill stores" in r.stdout
+    assert f"[{heavy.callee_spill_stores} bytes of the stores are in functions it calls that " \
+        "ptxas did not inline, most in `work`]" in r.stdout

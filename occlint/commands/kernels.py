@@ -223,6 +223,11 @@ def format_record(r: dict) -> str:
                      f"{format_size(inst['spill_loads'])} spill loads, "
                      f"{format_size(inst['static_smem'])} static shared memory, "
                      f"{plural(inst['barriers'], 'barrier')}")
+            if inst.get("callee_spill_stores") or inst.get("callee_spill_loads"):
+                text += (f"; and in functions it calls that ptxas did not inline (most in "
+                         f"`{inst['spilling_callee']}`): "
+                         f"{format_size(inst['callee_spill_stores'])} spill stores, "
+                         f"{format_size(inst['callee_spill_loads'])} spill loads")
         for arch, o in sorted((r.get("occupancy") or {}).items()):
             how = {"launch": "at its launch", "launch_bounds": "at its __launch_bounds__",
                    "best": "best over block sizes"}[o["basis"]]
@@ -280,6 +285,8 @@ def add_compiler_figures(recs: list[dict], sf, usages, config, archs, project=()
         rec["instantiations"] = [
             {"arch": u.arch, "template_args": list(u.template_args), "registers": u.registers,
              "spill_stores": u.spill_stores, "spill_loads": u.spill_loads,
+             "callee_spill_stores": u.callee_spill_stores,
+             "callee_spill_loads": u.callee_spill_loads, "spilling_callee": u.spilling_callee,
              "static_smem": u.static_smem, "barriers": u.barriers, "mangled": u.mangled,
              "max_threads": u.max_threads, "max_registers": u.max_registers,
              "cluster_dims": list(u.cluster_dims) if u.cluster_dims else None,

@@ -250,12 +250,13 @@ def _with_nvrtc(mod: Module, source: str, options: list[str], arch: str, path: s
             usages = []
     warnings: list[str] = []
     if usages and prog.cubin:
-        usages = _linked(usages, prog.cubin, arch, config, f"this {mod.api} source", warnings)
+        usages = _linked(usages, prog.cubin, arch, config, f"this {mod.api} source", warnings,
+                         prog.log)
     return Compiled(usages, warning="; ".join(warnings) or None)
 
 
 def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,
-            warnings: list[str]) -> list[Usage]:
+            warnings: list[str], report: str = "") -> list[Usage]:
     """NVRTC's usages with the cubin's launch attributes, as for nvcc's (`cubin_attributes`);
     a relocatable cubin (`--device-c`, `-rdc=true`) is device-linked first with the toolkit's
     nvlink and device runtime, as CuPy links it: ptxas's report is the code before the link
@@ -279,7 +280,7 @@ def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,
             link = (arch, bin_dir, config.compile_timeout)
         else:
             warn("no nvlink was found beside NVRTC or nvcc")
-    return cubin_attributes(usages, cubin, link, warn=warn)
+    return cubin_attributes(usages, cubin, link, warn=warn, report=report)
 
 
 def _with_unit(u: Usage, path: str) -> Usage:

@@ -28,12 +28,13 @@ from pathlib import Path
 from occlint.config import Config
 from occlint.files import read_regular
 
-FORMAT = 8          # 2: usages carry the cubin's launch attributes; 3: remembered failures;
+FORMAT = 9          # 2: usages carry the cubin's launch attributes; 3: remembered failures;
                     # 4: dependency lists stored once, named by their hash; 5: -rdc units'
                     # figures from the device-linked cubin (toolchain.devlink); 6: a compile's
                     # warnings, said again on a hit; 7: an error a template instantiation led
                     # into a header is the instantiating line's (ptxas._at_instantiations);
-                    # 8: an error carries the unit's line of the include chain that led to it
+                    # 8: an error carries the unit's line of the include chain that led to it;
+                    # 9: usages carry the spills of the functions a kernel calls, not inlined
 TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# occlint compile cache: `occlint clean` removes it\n"
 MAX_BYTES = 256 * 1024 * 1024
 

@@ -195,7 +195,8 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
             return [], [CompileError(unit, None, None, msg, arch, "timeout", None, unit)], None
         usages = with_cubin_attributes(parse_usage(out, arch, unit), Path(tmp, "x.cubin"),
                                        link=(arch, nvcc.bin_dir, timeout),
-                                       warn=lambda why: note(unlinked(unit, arch, why)))
+                                       warn=lambda why: note(unlinked(unit, arch, why)),
+                                       report=out)
         errors = [
             CompileError(_display_path(st.restore(e.path), cwd, unit), e.line, e.column, st.restore(e.message),
                          e.arch, e.kind, e.kernel, unit, included_from=None if e.included_from is None
@@ -263,18 +264,49 @@ def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
 
 
 def with_cubin_attributes(usages: list[Usage], cubin: Path,
-                          link: tuple[str, str, float] | None = None, warn=None) -> list[Usage]:
+                          link: tuple[str, str, float] | None = None, warn=None,
+                          report: str = "") -> list[Usage]:
     """`cubin_attributes` of the cubin file ptxas wrote; `usages` unchanged when it is missing
     or unreadable."""
     try:
         data = cubin.read_bytes()
     except OSError:
         return usages
-    return cubin_attributes(usages, data, link, warn)
+    return cubin_attributes(usages, data, link, warn, report)
+
+
+def with_callee_spills(usages: list[Usage], cubin: bytes, report: str) -> list[Usage]:
+    """`usages` with the spills of the functions each kernel calls that ptxas did not inline
+    (their "Function properties" in `report`, ptxas's -v output; the calls from the cubin):
+    flash-attention's `compute_attn_1rowblock`, 1292 B of spill stores under a kernel that
+    reports 0."""
+    from occlint.toolchain.demangle import split_name
+    from occlint.toolchain.ptxas import function_frames
+
+    frames = function_frames(report)
+    if not any(f[1] or f[2] for f in frames.values()):
+        return usages
+    from occlint.toolchain.cubin import callees
+
+    calls = callees(cubin)
+    out = []
+    for u in usages:
+        spilling = [(frames[c][1] + frames[c][2], c) for c in calls.get(u.mangled, ())
+                    if c in frames and (frames[c][1] or frames[c][2])]
+        if not spilling:
+            out.append(u)
+            continue
+        worst = max(spilling)[1]
+        out.append(dataclasses.replace(
+            u, callee_spill_stores=sum(frames[c][1] for _b, c in spilling),
+            callee_spill_loads=sum(frames[c][2] for _b, c in spilling),
+            spilling_callee=split_name(worst.split("$", 1)[0])[0] or worst))
+    return out
 
 
 def cubin_attributes(usages: list[Usage], cubin: bytes,
-                     link: tuple[str, str, float] | None = None, warn=None) -> list[Usage]:
+                     link: tuple[str, str, float] | None = None, warn=None,
+                     report: str = "") -> list[Usage]:
     """ptxas's usages, each with its launch attributes from `cubin` (matched by mangled name);
     unchanged when the cubin cannot be read. With `link` (arch, the toolkit's bin folder,
     timeout), a relocatable cubin whose code refers to symbols is linked first
@@ -289,6 +321,7 @@ def cubin_attributes(usages: list[Usage], cubin: bytes,
         needs_link,
     )
 
+    ptxas_cubin = cubin
     try:
         linked = False
         if link is not None and usages and needs_link(cubin):    # (no kernel: nothing to read)
@@ -309,6 +342,11 @@ def cubin_attributes(usages: list[Usage], cubin: bytes,
         else:
             figures = {k: r[k] for k in FIGURES} if linked else {}
             out.append(replace(u, **figures, **launch_attributes(r)))
+    if report:
+        try:
+            out = with_callee_spills(out, ptxas_cubin, report)
+        except (CubinError, struct.error, ValueError, IndexError):
+            pass
     return out
 
 

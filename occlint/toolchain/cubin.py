@@ -175,6 +175,38 @@ def _symbols(data: bytes, secs: list[Section]) -> list[tuple[str, int]]:
     return out
 
 
+def callees(cubin: bytes) -> dict[str, list[str]]:
+    """Entry function -> the functions it calls, through calls ptxas did not inline: in a
+    whole-program cubin each is a copy in the kernel's code named `$<kernel>$<callee>`; in a
+    relocatable one, `.nv.callgraph` lists (caller, callee) symbol indices (with markers of
+    0xfffffff0 and up). Transitively, in first-seen order."""
+    secs = sections(cubin)
+    syms = _symbols(cubin, secs)
+    direct: dict[str, list[str]] = {}
+    for name, _other in syms:
+        if name.startswith("$") and name.count("$") >= 2:
+            _, caller, callee = name.split("$", 2)
+            direct.setdefault(caller, []).append(callee)
+    for sec in secs:
+        if sec.name != ".nv.callgraph" or sec.size % 8:
+            continue
+        for off in range(sec.offset, sec.offset + sec.size, 8):
+            a, b = struct.unpack_from("<II", cubin, off)
+            if a and b < 0xFFFFFFF0 and a < len(syms) and b < len(syms):
+                direct.setdefault(syms[a][0], []).append(syms[b][0])
+    out: dict[str, list[str]] = {}
+    for caller in direct:
+        seen: dict[str, None] = {}
+        todo = list(direct[caller])
+        while todo and len(seen) < 256:
+            f = todo.pop(0)
+            if f not in seen and f != caller:
+                seen[f] = None
+                todo += direct.get(f, [])
+        out[caller] = list(seen)
+    return out
+
+
 def _attributes(data: bytes, sec: Section):
     """(attribute, payload bytes) records of an .nv.info section."""
     p, end = sec.offset, sec.offset + sec.size

@@ -75,6 +75,23 @@ def parse_usage(text: str, arch: str | None = None, unit: str = "") -> list[Usag
     return out
 
 
+def function_frames(text: str) -> dict[str, tuple[int, int, int]]:
+    """(stack frame, spill stores, spill loads) of every function a `ptxas -v` report gives
+    "Function properties" for, entry or not, by mangled name."""
+    frames: dict[str, tuple[int, int, int]] = {}
+    pending: str | None = None
+    for line in text.splitlines():
+        m = _PROPS.search(line)
+        if m:
+            pending = m.group(1)
+            continue
+        m = _FRAME.search(line)
+        if m and pending is not None:
+            frames[pending] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        pending = None
+    return frames
+
+
 # f.cu(4): error: ...   f.cu(4): catastrophic error: ...
 _FRONT = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?(error|fatal error)(?: #[\w-]+)?: (.*)$")
 # f.cu:1:10: fatal error: ...
