@@ -342,12 +342,10 @@ def cubin_attributes(usages: list[Usage], cubin: bytes,
         else:
             figures = {k: r[k] for k in FIGURES} if linked else {}
             out.append(replace(u, **figures, **launch_attributes(r)))
-    if report:
-        try:
-            out = with_callee_spills(out, ptxas_cubin, report)
-        except (CubinError, struct.error, ValueError, IndexError):
-            pass
-    return out
+    try:
+        return with_callee_spills(out, ptxas_cubin, report) if report else out
+    except (CubinError, struct.error, ValueError, IndexError):
+        return out
 
 
 def _usage_to_json(u: Usage) -> dict:
