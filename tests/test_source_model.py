@@ -1417,3 +1417,23 @@ def test_a_launch_through_a_function_taking_a_launch_parameters_object_reads_its
            for la in sf.launches]
     assert got == [("concat", 15, 256, "CONCAT_BLOCK_SIZE", 0),
                    ("concat", 19, 128, "block_dims", 1024)]
+
+
+def test_a_dim3_parameter_is_the_one_value_every_call_passes():
+    """diff-gaussian-rasterization's `render(const dim3 grid, const dim3 block, ...)` launching
+    `renderCUDA<<<grid, block>>>`, called with `dim3 block(BLOCK_X, BLOCK_Y, 1)`: the block was
+    unknown (an `int` parameter was followed), so a 48x24 block through such a helper passed as
+    fine. Two calls passing different blocks, or a call passing an unknown, leave it unknown."""
+    sf = parse(
+        "#define BLOCK_X 16\n#define BLOCK_Y 16\n"
+        "__global__ void k(float* out) { out[threadIdx.x] = 1.f; }\n"
+        "void render(const dim3 grid, const dim3 block, float* out) { k<<<grid, block>>>(out); }\n"
+        "void forward(float* out, int w) {\n"
+        "  dim3 tile_grid((w + BLOCK_X - 1) / BLOCK_X, 4, 1);\n"
+        "  dim3 block(BLOCK_X, BLOCK_Y, 1);\n  render(tile_grid, block, out);\n}\n"
+        "void big(const dim3 g, dim3 b, float* out) { k<<<g, b>>>(out); }\n"
+        "void run(float* out) { big(dim3(2), dim3(48, 24, 1), out); }\n"
+        "void two(dim3 b, float* out) { k<<<1, b>>>(out); }\n"
+        "void run2(float* out, int n) { two(dim3(32), out); two(dim3(64), out); two(dim3(n), out); }\n")
+    got = [(la.function, la.block.x, la.block.y, la.block.z, la.grid.total) for la in sf.launches]
+    assert got == [("render", 16, 16, 1, None), ("big", 48, 24, 1, 2), ("two", None, None, None, 1)]

@@ -8,8 +8,14 @@ from dataclasses import replace
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
 from occlint.source.consteval import exprs
-from occlint.source.context import Context, declarator_name
-from occlint.source.values import MAX_VALUES, config_choices, few_values, template_bindings
+from occlint.source.context import Context, declarator_name, function_declarator
+from occlint.source.values import (
+    MAX_VALUES,
+    calls_of,
+    config_choices,
+    few_values,
+    template_bindings,
+)
 
 _CASTS = {b"reinterpret_cast", b"static_cast", b"const_cast"}
 _CARVEOUT = {b"cudaSharedmemCarveoutDefault": -1, b"cudaSharedmemCarveoutMaxShared": 100,
@@ -197,6 +203,9 @@ class LaunchReader:
             if local is not None and len(local.decls) == 1 and types.normalize(
                     local.decls[0][0].decode("utf-8", "replace")) == "dim3":
                 init = local.decls[0][1]
+                if init.type in ("parameter_declaration", "optional_parameter_declaration") \
+                        and not local.written:
+                    return self._passed(init, scope, depth, text)
                 if init.type == "declaration" and not local.whole_written:
                     return self._fields(local, scope, text, bind)   # `dim3 b; b.x = 128;`
                 if init.type not in ("init_declarator", "function_declarator") or \
@@ -210,6 +219,45 @@ class LaunchReader:
         if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
             return Dim3(_extent(v), 1, 1, text)
         return Dim3(None, None, None, text)      # maybe a dim3 we cannot see: y and z unknown
+
+    def _passed(self, param, scope, depth: int, text: str) -> Dim3:
+        """A `dim3` parameter of the launching function: the one value every call of the
+        function in the file passes (diff-gaussian-rasterization's `render(const dim3 grid,
+        const dim3 block, ...)` called with `dim3 block(BLOCK_X, BLOCK_Y, 1)`); unknown when a
+        call passes another, an unknown, or there is none."""
+        ctx = self.ctx
+        fn = ctx.function_at(scope)
+        decl = function_declarator(fn) if fn is not None else None
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        name = declarator_name(decl.child_by_field_name("declarator")) if decl is not None \
+            else None
+        unknown = Dim3(None, None, None, text)
+        if plist is None or name is None or depth > 4:
+            return unknown
+        params = _args(plist)
+        if param not in params:
+            return unknown
+        index = params.index(param)
+        got: set[tuple] = set()
+        site = self.env.site
+        try:
+            for call in calls_of(ctx, name.text):
+                if fn.start_byte <= call.start_byte < fn.end_byte:
+                    return unknown          # the function calling itself
+                args = _args(call.child_by_field_name("arguments"))
+                if index >= len(args):
+                    return unknown          # (a default, or another overload)
+                self.env.site = call
+                d = self.dim3(args[index], ctx.scope_of(call.start_byte), depth + 1)
+                if d.total is None:
+                    return unknown
+                got.add((d.x, d.y, d.z))
+        finally:
+            self.env.site = site
+        if len(got) != 1:
+            return unknown
+        x, y, z = got.pop()
+        return Dim3(x, y, z, text)
 
     def _cased(self, name: bytes, d: Dim3, scope) -> Dim3:
         """A never-written dim3 local at a launch inside `case C:` of `switch (name.x)` (cudpp's
