@@ -429,11 +429,8 @@ def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: Lint
     if not cuda:
         return None
     from occlint.toolchain import collect_usage
-    extra: list[dict] = []
-    # libcst (~0.1 s to import) only when there is a setup.py or Python file to read
-    if python or os.path.isfile(os.path.join(config.root, "setup.py")):
-        from occlint.python.extensions import run_entries
-        extra = run_entries(config.root, python)
+    from occlint.python import build_entries
+    extra = build_entries(config.root, cuda, python)
     report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=extra,
                            meanwhile=lambda read: _load_the_linter(texts or {}, read))
     if report.notice:

@@ -840,3 +840,34 @@ def test_the_old_prepared_call_takes_its_block_from_prepare():
         ''')
     model = extract(src, "x.py")
     assert [ln.block.source for ln in model.launches] == ["256, 1, 1", "128, 1, 1"]
+
+
+def test_setup_py_flags_hold_when_the_config_is_elsewhere_and_doctor_prints_them(tmp_path,
+                                                                                 nvcc_path):
+    # diff-gaussian-rasterization: with `--config ../cfg/occlint.toml` (or an occlint.toml in a
+    # parent folder) the root moved and setup.py's flags were dropped silently (its registers
+    # changed: 47 -> 32); `doctor k.cu` printed a command without them, which failed by hand
+    proj, cfg = tmp_path / "proj", tmp_path / "cfg"
+    (proj / "third_party" / "mylib").mkdir(parents=True)
+    cfg.mkdir()
+    (proj / "third_party" / "mylib" / "vec.h").write_text("#define VEC 4\n")
+    (proj / "k.cu").write_text('#include <mylib/vec.h>\n#ifndef FROM_SETUP\n#error "no setup.py"\n'
+                               "#endif\n__global__ void k(float* x) { x[threadIdx.x] = VEC; }\n")
+    (proj / "setup.py").write_text(textwrap.dedent('''\
+        import os
+        from torch.utils.cpp_extension import CUDAExtension
+        here = os.path.dirname(os.path.abspath(__file__))
+        CUDAExtension(name="m._C", sources=["k.cu"], extra_compile_args={"nvcc": [
+            "-DFROM_SETUP=1", "-I" + os.path.join(here, "third_party/")]})
+        '''))
+    (cfg / "occlint.toml").write_text('min-occupancy = 0.5\n')
+    r = run_main("check", "--arch", "sm_90", "--no-cache", "--config", "../cfg/occlint.toml",
+                 "k.cu", cwd=proj)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout + r.stderr
+    (tmp_path / "occlint.toml").write_text("")         # a config in a parent folder
+    r = run_main("check", "--arch", "sm_90", "--no-cache", "k.cu", cwd=proj)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout + r.stderr
+    r = run_main("doctor", "--arch", "sm_90", "k.cu", cwd=proj)
+    compile_row = next(line for line in r.stdout.splitlines() if line.startswith("compile sm_90"))
+    assert "-DFROM_SETUP=1" in compile_row and f"-I{proj}/third_party/" in compile_row
+    assert "--expt-relaxed-constexpr" in compile_row

@@ -81,8 +81,15 @@ def run(args) -> int:
                  f"{cc_path} ({plural(len(entries), 'entry', 'entries')})" if cc_path else
                  "not found (looked beside each folder up from "
                  f"{paths[0] if paths else config.root} and in its build*/ folders)"))
+    extensions = None
+    if paths:       # setup.py's extension units, as `check` compiles them (engine.collect)
+        from occlint.python import build_entries, is_python
+        from occlint.toolchain.database import Database
+        got = build_entries(config.root, [p for p in paths if not is_python(p)],
+                            [p for p in paths if is_python(p)])
+        extensions = Database("setup.py", got) if got else None
     for path in paths:
-        rows += _file_rows(path, config, nvcc, libs)
+        rows += _file_rows(path, config, nvcc, libs, extensions)
     _print(rows)
     return 0 if nvcc is not None and nvcc.host_compiler else 1
 
@@ -126,7 +133,7 @@ def _vkey(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
+def _file_rows(path: str, config, nvcc, libs, extensions=None) -> list[tuple[str, str]]:
     """How `path` is compiled: its database entry (own or borrowed), archs, the exact command."""
     import os
     import shlex
@@ -138,7 +145,7 @@ def _file_rows(path: str, config, nvcc, libs) -> list[tuple[str, str]]:
 
     if not os.path.isfile(path):
         raise OcclintError(f"{path}: no such file")
-    cmd = unit_command(path, config, libs)
+    cmd = unit_command(path, config, libs, extensions)
     rows = [("file", path)]
     entry = cmd.entry
     if entry is None:

@@ -8,6 +8,7 @@ engine and the language server call.
 
 from __future__ import annotations
 
+import os
 import re
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -140,3 +141,40 @@ def lint_python_paths(paths, config, result) -> None:
         result.notices.extend(notices)
         result.files.append(path)
         result.sources[path] = text
+
+
+def setups(root: str, files=()) -> list[str]:
+    """The `setup.py` files pip would build the run's CUDA files with: the project root's, and
+    the nearest one above each file (up to the root, or to the folder holding `.git`): a
+    config in a parent folder or given with `--config` elsewhere moves the root, not the
+    extension's setup.py."""
+    found = [os.path.join(root, "setup.py")] if os.path.isfile(os.path.join(root, "setup.py")) \
+        else []
+    top = os.path.abspath(root)
+    seen: set[str] = set()
+    for f in files:
+        folder = os.path.dirname(os.path.abspath(f))
+        for _ in range(32):
+            if folder in seen:
+                break
+            seen.add(folder)
+            setup = os.path.join(folder, "setup.py")
+            if os.path.isfile(setup):
+                found.append(setup)
+                break
+            parent = os.path.dirname(folder)
+            if folder == top or parent == folder or os.path.exists(os.path.join(folder, ".git")):
+                break
+            folder = parent
+    return list(dict.fromkeys(os.path.realpath(p) for p in found))
+
+
+def build_entries(root: str, cuda=(), python=()) -> list[dict]:
+    """The compile-database entries a run's `setup.py` files (`setups`) and its Python files'
+    `CUDAExtension`/`load(...)` calls give its CUDA files: what `check`, `kernels` and `doctor`
+    compile them with when no database has an entry of their own. libcst only when there is
+    something to read."""
+    if not python and not setups(root, cuda):
+        return []
+    from occlint.python.extensions import run_entries
+    return run_entries(root, python, cuda)

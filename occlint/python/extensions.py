@@ -16,6 +16,7 @@ import os
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from occlint.python import setups
 from occlint.python.strings import PyStr
 
 TORCH_NVCC_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -146,10 +147,10 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
     return entries
 
 
-def project_entries(root: str) -> list[dict]:
-    """Entries from `setup.py` in the project root (the file pip builds extensions from)."""
-    setup = os.path.join(root, "setup.py")
-    return extension_entries(setup) if os.path.isfile(setup) else []
+def project_entries(root: str, files=()) -> list[dict]:
+    """Entries from the `setup.py` files of the run (`setups`: the files pip builds extensions
+    from)."""
+    return [e for setup in setups(root, files) for e in extension_entries(setup)]
 
 
 def expand_glob(pattern: str, root: str) -> list[str]:
@@ -158,11 +159,12 @@ def expand_glob(pattern: str, root: str) -> list[str]:
     return sorted(os.path.relpath(p, root) for p in glob.glob(full, recursive=True))
 
 
-def run_entries(root: str, python_files) -> list[dict]:
-    """Entries from the root's setup.py and from every `CUDAExtension`/`load(...)` in the run's
-    Python files (those that name cpp_extension)."""
-    out = project_entries(root)
-    seen = {os.path.realpath(os.path.join(root, "setup.py"))}
+def run_entries(root: str, python_files, files=()) -> list[dict]:
+    """Entries from the run's setup.py files (`setups`, for the CUDA `files`) and from every
+    `CUDAExtension`/`load(...)` in the run's Python files (those that name cpp_extension)."""
+    found = setups(root, files)
+    out = [e for setup in found for e in extension_entries(setup)]
+    seen = set(found)
     for path in python_files:
         key = os.path.realpath(path)
         if key in seen:

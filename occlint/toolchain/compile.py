@@ -453,10 +453,8 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     includers.forget()
     _REAL.clear()
     if extra_entries is None:
-        extra_entries = []
-        if os.path.isfile(os.path.join(config.root, "setup.py")):   # libcst only when needed
-            from occlint.python.extensions import project_entries
-            extra_entries = project_entries(config.root)
+        from occlint.python import build_entries
+        extra_entries = build_entries(config.root, paths)
     extensions = database.Database("setup.py", list(extra_entries)) if extra_entries else None
     files = expand_paths(paths)
     units = [f for f in files if is_unit(f, config) and is_regular(f)]   # never a FIFO or device
