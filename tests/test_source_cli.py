@@ -415,3 +415,17 @@ def test_a_block_named_nowhere_says_where_occlint_looked(tmp_path):
                    "project headers it includes, the compile flags): if a header defines it, add "
                    "that header's folder to `include-dirs`",
                    "the block size `b` is not a compile-time constant"]
+
+
+def test_a_constant_in_the_seventieth_included_header_is_read(tmp_path):
+    # gsplat with glm on the include path: `<glm/glm.hpp>` pulls in dozens of headers before
+    # the project's IntersectMTConfig.h, and constants from the 65th included header on were
+    # "defined nowhere occlint looked" (block sizes 256/256/32/256/768 lost)
+    for i in range(70):
+        (tmp_path / f"pad{i}.h").write_text(f"#pragma once\nconstexpr int PAD{i} = {i};\n")
+    (tmp_path / "common.h").write_text("".join(f'#include "pad{i}.h"\n' for i in range(70)))
+    (tmp_path / "cfg.h").write_text("#pragma once\nconstexpr int WORDS = 24;\n")
+    source = ('#include "common.h"\n#include "cfg.h"\nstatic constexpr int THREADS = 8 * WORDS;\n'
+              "__global__ void k(int *p) { p[threadIdx.x] = WORDS; }\n"
+              "void run(int *p) { k<<<4096, WORDS>>>(p); k<<<4096, THREADS>>>(p); }\n")
+    assert [x["block"] for x in _launches(tmp_path, source)] == [24, 192]

@@ -302,7 +302,7 @@ class Context:
         from occlint.source.preproc import read_header
 
         test = _header_test(key, kind)
-        for path in self._constant_headers():
+        for path in self._constant_headers(lookup=True):
             data = read_header(path)
             if data is None or not test(data):
                 continue
@@ -317,9 +317,12 @@ class Context:
         """Every entry of the three tables of the project headers the file includes."""
         return headers_tables(self._constant_headers(), self.view)
 
-    def _constant_headers(self) -> tuple[str, ...]:
-        """The project headers whose constants the file reads, in include order."""
-        return tuple(self.pp.headers[:MAX_CONSTANT_HEADERS])
+    def _constant_headers(self, lookup: bool = False) -> tuple[str, ...]:
+        """The project headers whose constants the file reads, in include order: for a name
+        looked up (`lookup`: each header's text is tested for the word before it is parsed),
+        up to MAX_LOOKUP_HEADERS (gsplat's `<glm/glm.hpp>` comes before its own config header,
+        the 65th); for a whole table, the first MAX_CONSTANT_HEADERS."""
+        return tuple(self.pp.headers[:MAX_LOOKUP_HEADERS if lookup else MAX_CONSTANT_HEADERS])
 
     def _add_outside_macros(self):
         """Macros the file does not define itself: those of the project headers it includes
@@ -399,7 +402,7 @@ class Context:
             return None
         defines = re.compile(rb"\b" + name + rb"\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?"
                              rb"\{\s*return\b[^;{}]*;\s*\}")
-        for path in self._constant_headers():
+        for path in self._constant_headers(lookup=True):
             data = read_header(path)
             if data is None or not has_word(data, name):
                 continue
@@ -982,7 +985,8 @@ def _classify_use(node, local: Local) -> None:
             local.written = local.whole_written = True    # `v.x.y = ...` and the like
 
 
-MAX_CONSTANT_HEADERS = 64             # headers per file whose constants are read
+MAX_CONSTANT_HEADERS = 64             # headers per file whose constants are all read
+MAX_LOOKUP_HEADERS = 1024             # headers per file a name is looked up in (text test first)
 MAX_CONSTANT_HEADER_BYTES = 256 << 10  # larger ones (library headers) are not parsed for them
 _HEADER_CONTEXTS: dict[tuple, Context | None] = {}
 _PARSED: dict[bytes, tuple] = {}     # source bytes -> (tree, captures): any path, view or use
