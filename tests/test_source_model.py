@@ -1437,3 +1437,26 @@ def test_a_dim3_parameter_is_the_one_value_every_call_passes():
         "void run2(float* out, int n) { two(dim3(32), out); two(dim3(64), out); two(dim3(n), out); }\n")
     got = [(la.function, la.block.x, la.block.y, la.block.z, la.grid.total) for la in sf.launches]
     assert got == [("render", 16, 16, 1, None), ("big", 48, 24, 1, 2), ("two", None, None, None, 1)]
+
+
+def test_a_launch_in_a_lambda_whose_kernel_is_its_parameter_is_read_at_each_call():
+    """gsplat's `auto launch = [&](auto kernel_fn) { kernel_fn<<<grid, 256, 0, s>>>(p); };`
+    then `launch(blend<16>)`, and SegmentedSort.cu's `launchPdl(kernel, CTA_SIZE)` lambda over
+    `cudaLaunchKernelEx`: "`kernel_fn` is a variable of `run` (a function pointer)", and a
+    256-thread launch of a `__launch_bounds__(128)` kernel went unreported."""
+    sf = parse(
+        "template <int TILE> __global__ void __launch_bounds__(128) blend(float *p) {}\n"
+        "__global__ void __launch_bounds__(128) small_tier(int *p) {}\n"
+        "void run_lambda(float *p, int tile, int grid, cudaStream_t s) {\n"
+        "  auto launch = [&](auto kernel_fn) { kernel_fn<<<grid, 256, 0, s>>>(p); };\n"
+        "  switch (tile) { case 16: launch(blend<16>); break; case 8: launch(blend<8>); break; }\n}\n"
+        "void run(int *p, int n, cudaStream_t s) {\n"
+        "  auto launchPdl = [&](auto kernel_fn, int block_threads) {\n"
+        "    cudaLaunchConfig_t config = {};\n"
+        "    config.gridDim = dim3(n);\n    config.blockDim = dim3(block_threads);\n"
+        "    cudaLaunchKernelEx(&config, kernel_fn, p);\n  };\n"
+        "  launchPdl(small_tier, 256);\n  launchPdl(blend<4>, 64);\n}\n")
+    got = [(la.callee, la.template_args, la.span.line, la.block.total, la.function)
+           for la in sf.launches]
+    assert got == [("blend", ("16",), 5, 256, "run_lambda"), ("blend", ("8",), 5, 256, "run_lambda"),
+                   ("small_tier", (), 14, 256, "run"), ("blend", ("4",), 15, 64, "run")]

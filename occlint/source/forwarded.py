@@ -138,6 +138,25 @@ def _param_name(p) -> bytes | None:
     return d.text if d is not None and d.type == "identifier" else None
 
 
+def _lambda(ctx: Context, fn, at: int, callee: bytes):
+    """(its parameter names, the variable it initializes) of the lambda around offset `at` in
+    function `fn` whose parameter `callee` is (gsplat's `auto launch = [&](auto kernel_fn) {
+    kernel_fn<<<grid, 256>>>(...); }; launch(blend<16>);`), or None."""
+    node = ctx.tree.root_node.descendant_for_byte_range(at, at + 1)
+    if node is None:
+        return None
+    lam = next((p for p in reversed(ancestors(fn, node)) if p.type == "lambda_expression"), None)
+    decl = lam.child_by_field_name("declarator") if lam is not None else None
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    init = lam.parent if lam is not None else None
+    var = init.child_by_field_name("declarator") if init is not None and \
+        init.type == "init_declarator" else None
+    if plist is None or var is None or var.type != "identifier":
+        return None
+    names = [_param_name(p) if p.type in _PARAMETERS else b"..." for p in _args(plist)]
+    return (names, var) if callee in names else None
+
+
 def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | None:
     """`la`'s launches at the calls in `ctx` of its function in `home` (`ctx`, or a header)."""
     at = home.tx.byte_offset(la.span.start)
@@ -146,18 +165,25 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
         return None
     names = _parameters(fn)
     callee = la.callee.encode()
-    if callee not in names:
+    lam = _lambda(home, fn, at, callee) if callee not in names and home is ctx else None
+    if lam is not None:             # `auto launch = [&](auto kernel_fn) { kernel_fn<<<...>>>(...) }`
+        names, var = lam
+        calls, members = [(c, {}) for c in calls_of(ctx, var.text)
+                          if var.end_byte <= c.start_byte < fn.end_byte], set()
+        fn = var                    # (its calls are after it, outside the lambda)
+    elif callee not in names:
         return None
-    index = names.index(callee)
-    decl = function_declarator(fn)
-    inner = decl.child_by_field_name("declarator") if decl is not None else None
-    if inner is not None and inner.type == "operator_name" and inner.text == b"operator()":
-        calls, members = _object_calls(ctx, fn, home)
     else:
-        fname = declarator_name(inner)
-        if fname is None:
-            return None
-        calls, members = [(c, {}) for c in calls_of(ctx, fname.text)], set()
+        decl = function_declarator(fn)
+        inner = decl.child_by_field_name("declarator") if decl is not None else None
+        if inner is not None and inner.type == "operator_name" and inner.text == b"operator()":
+            calls, members = _object_calls(ctx, fn, home)
+        else:
+            fname = declarator_name(inner)
+            if fname is None:
+                return None
+            calls, members = [(c, {}) for c in calls_of(ctx, fname.text)], set()
+    index = names.index(callee)
     mentions = {n for n in names if n and n != b"..."} | members
     out = []
     for call, made in calls:
