@@ -79,7 +79,9 @@ def find_config_file(start: str | os.PathLike | None = None) -> Path | None:
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
-    """Where the closest config file lives, else the closest folder with .git, else `start`."""
+    """Where the closest config file lives, else the closest folder with .git, else the
+    current folder when `start` is inside it (a tree with no .git, as ruff: paths and hints
+    read from where occlint was run, whatever the order of the arguments), else `start`."""
     found = find_config_file(start)
     if found:
         return found.parent
@@ -89,7 +91,8 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
             return folder
-    return here
+    cwd = Path.cwd().resolve()
+    return cwd if here == cwd or cwd in here.parents else here
 
 
 def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None,

@@ -104,3 +104,33 @@ def test_inline_config_and_missing_file(tmp_path):
 def test_defaults():
     c = Config()
     assert (c.min_occupancy, c.cliff_margin, c.gpu) == (0.5, 4, "h100")
+
+
+def test_with_no_config_and_no_git_the_root_is_where_occlint_runs(tmp_path, monkeypatch):
+    # gsplat checked out without .git: the root was the first argument's folder, so an OCC900
+    # hint said "this project has it below `.`" for one argument order and nothing for another
+    from occlint.config import project_root
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "deep").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert project_root("a/x.cu") == tmp_path.resolve()
+    assert project_root("b/deep") == tmp_path.resolve()
+    monkeypatch.chdir(outside)
+    assert project_root(str(tmp_path / "a" / "x.cu")) == (tmp_path / "a").resolve()
+    (tmp_path / ".git").mkdir()
+    assert project_root(str(tmp_path / "a" / "x.cu")) == tmp_path.resolve()
+
+
+def test_the_missing_header_hint_does_not_depend_on_the_order_of_the_files(tmp_path, nvcc_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "cfg.h").write_text("#define N 4\n")
+    (tmp_path / "a" / "direct.cu").write_text('#include "cfg.h"\n__global__ void k(int* p) { p[0] = N; }\n')
+    (tmp_path / "b" / "first.cu").write_text("__global__ void f(int* p) { p[0] = 1; }\n")
+    for order in (("b/first.cu", "a/direct.cu"), ("a/direct.cu", "b/first.cu")):
+        r = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "concise",
+                     *order, cwd=tmp_path)
+        assert "`cfg.h` not found: this project has it below `b`: add that folder" in r.stdout, order
