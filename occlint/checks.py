@@ -422,6 +422,14 @@ def _bounds_site(kf, arch: str, u, lb, block: int) -> Site:
     return Site(kf, arch, block, 0, None, u, u.static_smem, lb, kf.kernel.span, "")
 
 
+def _recursive_callee(kf, facts: Facts, u) -> bool:
+    """Are `u`'s spills those of a function it calls that calls itself (as the kernel's file
+    or this file defines it)?"""
+    from occlint.source.kernels import recursive
+    texts = {facts.text, kf.origin.text if kf.origin is not None else ""}
+    return bool(u.spilling_callee) and any(recursive(t, u.spilling_callee) for t in texts if t)
+
+
 def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
     """OCC012 when a register cap (the cubin's, else the source's) binds the spilling
     instantiation; OCC011 otherwise."""
@@ -432,6 +440,8 @@ def _spill_hits(facts: Facts, capped: bool, code: str) -> Iterator[Hit]:
             for u in kf.usages.get(arch, []):
                 if not (u.all_spill_stores or u.all_spill_loads):
                     continue
+                if not (u.spill_stores or u.spill_loads) and _recursive_callee(kf, facts, u):
+                    continue        # the registers each recursive call saves: the design's
                 k = (arch_kernel(kf, arch) or (None, kf.kernel))[1]
                 eff = effective_bounds(k, _instance_bounds(kf, u), u, arch, facts.global_cap)
                 # a cap binds only where ptxas filled it (within one 8-register granule): apex's

@@ -203,3 +203,30 @@ def test_spills_in_a_callee_ptxas_did_not_inline_are_the_kernels(tmp_path, nvcc_
         f"{heavy.callee_spill_stores} bytes spill stores" in r.stdout
     assert f"[{heavy.callee_spill_stores} bytes of the stores are in functions it calls that " \
         "ptxas did not inline, most in `work`]" in r.stdout
+
+
+def test_a_recursive_callees_spills_are_not_a_finding(tmp_path, nvcc_path):
+    # cuda-samples' interval: `newton_interval_rec` (recursive by design) spills the registers
+    # each call saves: 28 bytes, reported as OCC011 "inline such a call", which recursion
+    # cannot. The figures stay listed; the finding is not made.
+    (tmp_path / "rec.cu").write_text(
+        "__device__ float walk(const float* p, int n, int depth) {\n"
+        "  if (depth == 0) return p[n];\n"
+        "  float a = p[n] * 2.f, b = p[n + 1] + 1.f, c = p[n + 2] - 3.f;\n"
+        "  float r = walk(p, n + 1, depth - 1) + walk(p, n + 2, depth - 1);\n"
+        "  return r * a + b * c;\n}\n"
+        "__global__ void tree(const float* p, float* out, int depth) {\n"
+        "  out[threadIdx.x] = walk(p, threadIdx.x, depth);\n}\n")
+    (tmp_path / "flat.cu").write_text(CALLEE.replace("__launch_bounds__(1024, 2) ", ""))
+    config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",), no_cache=True)
+    got = {u.kernel: u for us in collect_usage([str(tmp_path / "rec.cu")], config).usages.values()
+           for u in us}
+    assert got["tree"].callee_spill_stores > 0 and got["tree"].spilling_callee == "walk"
+    r = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "concise",
+                 "rec.cu", "flat.cu", cwd=tmp_path)
+    assert "rec.cu" not in r.stdout
+    # (not recursive: a non-inlined call that spills at 255 registers or with registers to
+    # spare is still reported)
+    spilled = {u.kernel: u for us in collect_usage([str(tmp_path / "flat.cu")], config).usages.values()
+               for u in us}["heavy_call"]
+    assert ("flat.cu" in r.stdout) == bool(spilled.callee_spill_stores)

@@ -252,6 +252,22 @@ def _system_callee(ctx: Context, body: str) -> bool:
 _SYSTEM_BYTES = re.compile(_SYSTEM.pattern.encode())
 
 
+def recursive(text: str, name: str) -> bool:
+    """Does a function named `name` (its last `::` part) that `text` defines call itself
+    (cuda-samples' interval: `newton_interval_rec`)? Its spills are the registers each
+    recursive call saves: the design's, not a fault to fix."""
+    base = name.rsplit("::", 1)[-1].encode()
+    if not base or base not in text.encode("utf-8", "replace"):
+        return False
+    data = text.encode("utf-8", "replace")
+    call = re.compile(rb"\b" + re.escape(base) + rb"\s*(?:<[^;{}()]*>)?\s*\(")
+    for m in re.finditer(rb"\b" + re.escape(base) + rb"\s*\([^;{}]*\)[^;{}]*\{", data):
+        close = _matching_brace(data, m.end() - 1)
+        if close is not None and call.search(data, m.end(), close):
+            return True
+    return False
+
+
 def _matching_brace(data: bytes, at: int, limit: int = 1 << 16) -> int | None:
     """The offset of the `}` that closes the `{` at `at` (strings and comments not skipped:
     bounded by `limit` bytes)."""
