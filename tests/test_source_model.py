@@ -1460,3 +1460,21 @@ def test_a_launch_in_a_lambda_whose_kernel_is_its_parameter_is_read_at_each_call
            for la in sf.launches]
     assert got == [("blend", ("16",), 5, 256, "run_lambda"), ("blend", ("8",), 5, 256, "run_lambda"),
                    ("small_tier", (), 14, 256, "run"), ("blend", ("4",), 15, 64, "run")]
+
+
+def test_a_launch_in_a_template_lambda_takes_each_calls_template_arguments():
+    """gsplat's `auto launch_variant = [&]<uint32_t TILE_SIZE, uint32_t CTA_SIZE>() { const dim3
+    threads = dim3{CTA_SIZE, 1, 1}; k<TILE_SIZE, CTA_SIZE><<<grid, threads, 0, s>>>(...); };`
+    called as `launch_variant.template operator()<16, 256>()`: "`threads` is not a
+    compile-time constant" (five launches, 16- and 64-thread blocks among them)."""
+    sf = parse(
+        "template <int TILE, int CTA> __global__ void __launch_bounds__(128) raster(float *p) {}\n"
+        "void run(float *p, int tile_size, int grid, cudaStream_t s) {\n"
+        "  auto launch_variant = [&]<int TILE_SIZE, int CTA_SIZE>() {\n"
+        "    const dim3 threads = dim3{CTA_SIZE, 1, 1};\n"
+        "    raster<TILE_SIZE, CTA_SIZE><<<grid, threads, 0, s>>>(p);\n  };\n"
+        "  if (tile_size == 16) launch_variant.template operator()<16, 256>();\n"
+        "  else launch_variant.template operator()<8, 64>();\n}\n")
+    [la] = sf.launches
+    assert sorted((values, block) for values, block, _smem in la.bindings) == [
+        ((8, 64), 64), ((16, 256), 256)]

@@ -881,8 +881,10 @@ _DIM3_FIELD = re.compile(rb"[A-Za-z_]\w*\s*\.\s*[xyz]")
 
 
 def _template_parameters(template) -> list[bytes]:
-    """The parameter names of a `template <...>` declaration, in order (b"" where unnamed)."""
-    plist = template.child_by_field_name("parameters")
+    """The parameter names of a `template <...>` declaration (or of a template parameter
+    list: a lambda's `[&]<int T, int C>()`), in order (b"" where unnamed)."""
+    plist = template if template.type == "template_parameter_list" else \
+        template.child_by_field_name("parameters")
     out = []
     for c in plist.named_children if plist is not None else ():
         n = c.child_by_field_name("declarator") or c.child_by_field_name("name")

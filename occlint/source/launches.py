@@ -548,9 +548,13 @@ class LaunchReader:
         b(W, 128 / W)`. None when a call leaves the block unknown, or they give more than
         MAX_VALUES. With them, the names of the template parameters the calls bind."""
         fn = self.ctx.function_at(call.start_byte)
-        if fn is None or block is None or not self.ctx._template_names(fn):
+        lam = self._lambda_bindings(fn, call) if fn is not None and block is not None else None
+        if lam is not None:
+            binds = lam
+        elif fn is None or block is None or not self.ctx._template_names(fn):
             return None
-        binds = template_bindings(self.ctx, fn)
+        else:
+            binds = template_bindings(self.ctx, fn)
         if not binds:
             return None
         out = []
@@ -564,6 +568,45 @@ class LaunchReader:
         out = list(dict.fromkeys(out))
         bound = frozenset(n.decode("utf-8", "replace") for bind in binds for n in bind)
         return (tuple(out), bound) if len(out) <= MAX_VALUES else None
+
+    def _lambda_bindings(self, fn, call) -> list[dict] | None:
+        """One binding of a template lambda's parameters per call in function `fn` that writes
+        them (gsplat's `auto launch_variant = [&]<int TILE, int CTA>() { k<TILE, CTA><<<g,
+        dim3{CTA, 1, 1}>>>(...); };` then `launch_variant.template operator()<16, 256>()`),
+        for a launch in it; None when `call` is in no such lambda or a call's are unknown."""
+        from occlint.source.context import _template_parameters, ancestors, word_starts
+
+        ctx = self.ctx
+        lam = next((p for p in reversed(ancestors(fn, call)) if p.type == "lambda_expression"),
+                   None)
+        tpl = lam.child_by_field_name("template_parameters") if lam is not None else None
+        init = lam.parent if tpl is not None else None
+        var = init.child_by_field_name("declarator") if init is not None and \
+            init.type == "init_declarator" else None
+        if var is None or var.type != "identifier":
+            return None
+        names = _template_parameters(tpl)
+        binds: list[dict] = []
+        for at in word_starts(ctx.data, var.text, var.end_byte, fn.end_byte):
+            ident = ctx.tree.root_node.descendant_for_byte_range(at, at + len(var.text))
+            f = ident.parent if ident is not None else None
+            c = f.parent if f is not None and f.type == "field_expression" else None
+            if c is None or c.type != "call_expression" or ctx.dead(c):
+                continue            # (a comment, a string, another use)
+            field = f.child_by_field_name("field") if f is not None and \
+                f.type == "field_expression" else None
+            method = next((x for x in field.named_children if x.type == "template_method"),
+                          None) if field is not None and field.type == "dependent_name" else field
+            if method is None or method.type != "template_method":
+                return None         # `launch_variant()`: deduced, not written
+            scope = ctx.scope_of(c.start_byte)
+            targs = exprs(method.child_by_field_name("arguments"))
+            bind = {n: ctx.env.value(a, scope) for n, a in zip(names, targs, strict=False)}
+            if len(targs) != len(names) or None in bind.values():
+                return None
+            if bind not in binds:
+                binds.append(bind)
+        return binds or None
 
     def _is_parameter(self, block, scope, integral: bool = False) -> bool:
         """Is the block expression a parameter of the launching function (of an integer type,
