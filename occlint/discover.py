@@ -149,11 +149,29 @@ def _wanted(path: str, config=None, headers: _Headers | None = None) -> str | No
         return "cuda"
     if is_build_file(path):
         return "build"
-    if config is not None and path.endswith(CPP_SUFFIXES) and is_unit(path, config):
+    if config is not None and path.endswith(CPP_SUFFIXES) and (is_unit(path, config) or
+                                                               driver_launches(path)):
         return "cuda"
     if config is not None and path.endswith(HEADER_SUFFIXES):
         return (headers or _Headers()).kind(path)
     return None
+
+
+_DRIVER_LAUNCH = re.compile(rb"\bcuLaunch(?:Cooperative)?Kernel\s*\(")
+
+
+def driver_launches(path: str) -> bool:
+    """A C++ source that launches kernels through the driver API (`cuLaunchKernel(f, ...)`
+    outside strings and comments: cuda-samples' vectorAddDrv.cpp): linted for its launches,
+    with the figures of the unit that compiles the kernel it names, not compiled itself."""
+    try:
+        data = read_regular(path)
+    except OSError:
+        return False
+    if b"cuLaunch" not in data:
+        return False
+    from occlint.source.text import blank_noise
+    return _DRIVER_LAUNCH.search(blank_noise(data)) is not None
 
 
 # a `#define` line, or a macro's continued line, with `__global__` or `<<<` on it

@@ -183,16 +183,28 @@ def borrowed_usage(path: str, text: str | bytes, own: Sequence[Usage], report,
     """Figures of kernels another unit compiled that `path` names without compiling them
     itself: a template its header declares and another unit instantiates (bitsandbytes'
     ops.cu launches what kernels.cu instantiates), a kernel of an `-rdc` program's other unit.
-    Only names exactly one unit has (never a same-named kernel of two units), none the file
-    defines itself (`defined`: llm.c's matmul.cuh and dev/cuda's copy of its kernel), and none
-    for a file whose own compile failed."""
+    Only names exactly one unit has, or exactly one unit of the file's own folder (never a
+    same-named kernel of two units there), none the file defines itself (`defined`: llm.c's
+    matmul.cuh and dev/cuda's copy of its kernel), and none for a file whose own compile
+    failed."""
     if report is None or not report.usages or os.path.realpath(path) in report.failed_paths:
         return []
     unique = report.unique_kernels
     mine = {u.kernel.split("::")[-1] for u in own}
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-    words = {w.decode() for w in re.findall(rb"[A-Za-z_]\w*", data)} & unique.keys()
-    return [u for name in sorted(words - mine - set(defined)) for u in unique[name]]
+    named = {w.decode() for w in re.findall(rb"[A-Za-z_]\w*", data)} - mine - set(defined)
+    out = [u for name in sorted(named & unique.keys()) for u in unique[name]]
+    # a name several units have, one of them in the file's own folder (cuda-samples'
+    # vectorAddDrv.cpp loads VecAdd_kernel from its folder's vectorAdd_kernel.cu; two other
+    # samples have one): that unit's
+    folder = os.path.dirname(os.path.realpath(path))
+    beside = [unit for unit in report.usages if os.path.dirname(os.path.realpath(unit)) == folder]
+    for name in sorted(named - unique.keys()):
+        units = [unit for unit in beside
+                 if any(u.kernel.split("::")[-1] == name for u in report.usages[unit])]
+        if len(units) == 1:
+            out += [u for u in report.usages[units[0]] if u.kernel.split("::")[-1] == name]
+    return out
 
 
 def _lookup(usage: Mapping[str, Sequence[Usage]], path: str) -> list[Usage]:

@@ -414,3 +414,55 @@ def test_a_constexpr_shared_size_of_a_template_launcher_is_read_per_call(tmp_pat
         "the dynamic shared memory `smem` depends on template parameters of `launch_tile` "
         "(`MT`, `T`)")
     assert launch["fails.cu"]["no_occupancy"].startswith("nvcc failed on this file")
+
+
+DRIVER_HOST = """\
+#include <cuda.h>
+void run(CUmodule cuModule, CUdeviceptr a, int N) {
+  CUfunction vecAdd_kernel;
+  checkCudaErrors(cuModuleGetFunction(&vecAdd_kernel, cuModule, "VecAdd_kernel"));
+  int threadsPerBlock = 256;
+  int blocksPerGrid = (N + threadsPerBlock - 1) / threadsPerBlock;
+  void *args[] = {&a, &N};
+  checkCudaErrors(cuLaunchKernel(vecAdd_kernel, blocksPerGrid, 1, 1, threadsPerBlock, 1, 1,
+                                 0, NULL, args, NULL));
+}
+void run2(CUfunction f) { cuLaunchKernel(f, 1, 1, 1, 32, 8, 1, 1024, 0, 0, 0); }
+"""
+
+
+def test_driver_api_launches_of_a_host_source_take_their_folders_kernel(tmp_path, nvcc_path):
+    # cuda-samples' vectorAddDrv.cpp (and 24 more driver-API launches, NCCL's enqueue.cc): a
+    # host .cpp's `cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, ...)` was not listed, so
+    # VecAdd_kernel was evaluated "best over block sizes". The kernel is the name
+    # `cuModuleGetFunction(&f, module, "name")` gives f, defined by a CUDA file of the same
+    # folder (another folder's same-named kernel is not it; a string NVRTC compiles is not
+    # measured); a .cpp with no driver launch is not discovered
+    for name in ("drv", "other", "jit"):
+        (tmp_path / name).mkdir()
+    kernel = 'extern "C" __global__ void VecAdd_kernel(float* a, int n) { a[threadIdx.x] = n; }\n'
+    (tmp_path / "drv" / "vectorAdd_kernel.cu").write_text(kernel)
+    (tmp_path / "drv" / "vectorAddDrv.cpp").write_text(DRIVER_HOST)
+    (tmp_path / "other" / "vectorAdd_kernel.cu").write_text(kernel.replace(
+        "a[threadIdx.x] = n;", "__shared__ float s[8192]; s[threadIdx.x] = n; a[0] = s[n];"))
+    (tmp_path / "jit" / "jit.cpp").write_text(DRIVER_HOST)      # no kernel of its own folder
+    (tmp_path / "jit" / "plain.cpp").write_text("int main() { return 0; }\n")
+    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", ".",
+                               cwd=tmp_path).stdout)
+    assert sorted({r["path"] for r in recs}) == [
+        "drv/vectorAddDrv.cpp", "drv/vectorAdd_kernel.cu", "jit/jit.cpp",
+        "other/vectorAdd_kernel.cu"]
+    launches = [(r["path"], r["line"], r["name"], r["grid"], r["block"], r["dynamic_smem"])
+                for r in recs if r["kind"] == "launch"]
+    assert launches == [("drv/vectorAddDrv.cpp", 8, "VecAdd_kernel", None, 256, 0),
+                        ("drv/vectorAddDrv.cpp", 11, "f", 1, 256, 1024),
+                        ("jit/jit.cpp", 8, "vecAdd_kernel", None, 256, 0),
+                        ("jit/jit.cpp", 11, "f", 1, 256, 1024)]
+    by = {(r["path"], r["line"]): r for r in recs if r["kind"] == "launch"}
+    occ = by[("drv/vectorAddDrv.cpp", 8)]["occupancy"]["sm_90"]
+    assert occ["static_smem"] == 0 and occ["active_blocks"] == 8    # this folder's kernel
+    assert by[("jit/jit.cpp", 8)]["no_occupancy"].startswith(
+        "`vecAdd_kernel` is the kernel `VecAdd_kernel` (cuModuleGetFunction), which no CUDA file "
+        "of this folder defines")
+    assert by[("drv/vectorAddDrv.cpp", 11)]["no_occupancy"].startswith(
+        "`f` is a CUfunction whose kernel occlint reads only from `cuModuleGetFunction(&f, ")

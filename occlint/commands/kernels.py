@@ -755,6 +755,15 @@ def _defining_headers(sf, path: str, report, memo: dict) -> list:
     return out
 
 
+def _a_variable(ctx, fn, name: str, named: bool) -> bool:
+    """Is a driver-API launch's callee its CUfunction variable (a parameter or local of the
+    launching function, or one `cuModuleGetFunction` fills), not the kernel name read for it?"""
+    word = re.escape(name.encode())
+    return named or ctx.local(fn.start_byte, name.encode()) is not None or re.search(
+        rb"cuModuleGetFunction\s*\(\s*&?\s*" + word + rb"\b", ctx.tx.data) is not None or \
+        re.search(rb"\bCUfunction\b[^;]*\b" + word + rb"\b", ctx.tx.data) is not None
+
+
 def _pointer_callees(sf) -> dict[tuple[int, int], str]:
     """(line, column) -> why, for the launches whose callee is a variable of the launching
     function (a function-pointer parameter: `void bench(void (*kernel)(int*), ...) {
@@ -783,6 +792,18 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
             out[(la.span.line, la.span.column)] = (
                 f"`{la.callee}` is an element of `{name}`, an array of function pointers, "
                 "which occlint does not follow to a kernel")
+        elif la.kind.startswith("cuLaunch") and not _a_variable(ctx, fn, name, named):
+            continue                # the kernel cuModuleGetFunction named: its usual reason
+        elif la.kind.startswith("cuLaunch"):
+            from occlint.source.launches import _module_function
+            loaded = _module_function(ctx.tx.data, name.encode())
+            out[(la.span.line, la.span.column)] = (
+                f"`{name}` is the kernel `{loaded}` (cuModuleGetFunction), which no CUDA file of "
+                "this folder defines: one compiled at run time (a string NVRTC compiles, a "
+                "module from elsewhere) is not measured" if loaded else
+                f"`{name}` is a CUfunction whose kernel occlint reads only from "
+                f"`cuModuleGetFunction(&{name}, module, \"name\")` in this file (with a name "
+                "written as a string)")
         elif named or ctx.local(fn.start_byte, name.encode()) is not None:
             out[(la.span.line, la.span.column)] = (
                 f"`{name}` is a variable of `{la.function or 'its function'}` (a function "

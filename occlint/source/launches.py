@@ -146,6 +146,57 @@ def _bound_type(arg, bind) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+_MODULE_FUNCTION = re.compile(
+    rb'\bcuModuleGetFunction\s*\(\s*&?\s*([A-Za-z_][\w.>-]*)\s*,[^,;]*,\s*"([^"\\\n]+)"\s*\)')
+
+
+def _module_function(data: bytes, var: bytes, lo: int = 0, hi: int = 0) -> str | None:
+    """The kernel name a file's `cuModuleGetFunction(&var, module, "name")` gives `var` (the
+    demangled name when it is a mangled one): the last such call in data[lo:hi] (the launching
+    function, before the launch), else the one name every such call of the file gives; None
+    when there is none, or two differ."""
+    if b"cuModuleGetFunction" not in data:
+        return None
+    from occlint.source.text import blank_noise
+    found = [(m.start(), m.group(2).decode("utf-8", "replace"))
+             for m in _MODULE_FUNCTION.finditer(data)
+             if m.group(1) == var and b"cuModuleGetFunction" in blank_noise(data[m.start():m.end()])]
+    near = [name for at, name in found if lo <= at < hi]
+    names = {near[-1]} if near else {name for _at, name in found}
+    if len(names) != 1:
+        return None
+    name = names.pop()
+    if name.startswith("_Z"):
+        from occlint.toolchain.demangle import split_name
+        name = split_name(name)[0] or name
+    return name
+
+
+def _defined_beside(path: str, name: str) -> bool:
+    """Does a CUDA source of `path`'s folder define kernel `name` (the module a driver-API
+    launch loads is built from one: vectorAddDrv's vectorAdd_kernel.cu)? Another sample's
+    kernel of the same name elsewhere in the project is not it."""
+    import os
+
+    from occlint.discover import CUDA_SUFFIXES
+    from occlint.files import read_regular
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(CUDA_SUFFIXES))
+    except OSError:
+        return False
+    word = re.compile(rb"__global__[^;{]*\b" + re.escape(name.rsplit("::", 1)[-1].encode()) +
+                      rb"\s*\(")
+    for n in names[:256]:
+        try:
+            if word.search(read_regular(os.path.join(folder, n))):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _argc(call) -> int | None:
     """How many arguments a chevron launch passes the kernel."""
     args = call.child_by_field_name("arguments")
@@ -669,6 +720,8 @@ class LaunchReader:
                                      kind, None, [x for x in (a[1], a[2], a[4], a[5]) if x])
             elif fn in (b"cudaLaunchKernelEx", b"cudaLaunchKernelExC") and len(args) >= 2:
                 launch = self._launch_ex(call, args)
+            elif fn in (b"cuLaunchKernel", b"cuLaunchCooperativeKernel") and len(args) >= 9:
+                launch = self._driver_launch(call, args, fn.decode())
             elif (fn == b"cudaFuncSetAttribute" and len(args) == 3) or (fn == b"cudaFuncSetCacheConfig" and len(args) == 2):
                 launch = None
                 attrs.append(self._attribute(call, args))
@@ -677,6 +730,30 @@ class LaunchReader:
             if launch is not None:
                 launches.append(launch)
         return launches, [a for a in attrs if a is not None]
+
+    def _driver_launch(self, call, args, kind: str) -> Launch | None:
+        """`cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, ...)` (the driver API):
+        the kernel is the name `cuModuleGetFunction(&f, module, "name")` gives `f` in the file
+        (cuda-samples' vectorAddDrv, matrixMulDrv), else `f` itself, which names no kernel."""
+        ctx = self.ctx
+        scope = ctx.scope_of(call.start_byte)
+        launch = self.launch(args[0], call, None, None, args[7], args[8], kind, None,
+                             [x for x in args[1:8]])
+        if launch is None:
+            return None
+        tx = ctx.tx
+
+        def dims(nodes) -> Dim3:
+            text = ", ".join(" ".join(tx.node_text(n).split()) for n in nodes)
+            return self._components(nodes, scope, text)
+        fn = ctx.function_at(call.start_byte)
+        named = _module_function(ctx.data, args[0].text.lstrip(b"&*").strip(),
+                                 fn.start_byte if fn is not None else 0, call.start_byte)
+        if named is not None and not _defined_beside(ctx.path, named):
+            named = None        # (jitLto: a kernel in a string NVRTC compiles at run time)
+        return replace(launch, callee=named or launch.callee, template_args=(),
+                       template_values=(), grid=dims(args[1:4]), block=dims(args[4:7]),
+                       block_template=(), smem_template=(), block_parameter=False)
 
     def _launch_ex(self, call, args) -> Launch | None:
         ctx = self.ctx
