@@ -334,3 +334,27 @@ def test_real_path_is_realpath(tmp_path):
         parts = rng.choices(names, k=rng.randint(1, 6))
         path = os.path.join(str(root), *parts)
         assert real_path(path, memo) == os.path.realpath(path), path
+
+
+def test_a_unit_whose_quoted_include_resolves_beside_it_to_another_file_is_no_includer(tmp_path):
+    # flash-attention: `kernels csrc/flash_attn/src/flash.h` compiled
+    # hopper/flash_prepare_scheduler.cu, whose `#include "flash.h"` is hopper/flash.h
+    from occlint.config import Config
+    from occlint.toolchain.flags import _includers
+    from occlint.toolchain.includers import for_headers, forget
+
+    for d in ("a", "b", "c"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "a" / "flash.h").write_text("__global__ void a_kernel(int* p) {}\n")
+    (tmp_path / "b" / "flash.h").write_text("__global__ void b_kernel(int* p) {}\n")
+    (tmp_path / "b" / "unit.cu").write_text('#include "flash.h"\n')
+    (tmp_path / "c" / "unit.cu").write_text('#include "../a/flash.h"\n')
+    (tmp_path / "c" / "angle.cu").write_text("#include <flash.h>\n")    # the include path decides
+    config = Config(root=str(tmp_path))
+    forget()
+    header = str(tmp_path / "a" / "flash.h")
+    got = sorted(u for u, _h in for_headers([header], [], config, None))
+    assert got == [str(tmp_path / "c" / "angle.cu"), str(tmp_path / "c" / "unit.cu")]
+    units = [str(tmp_path / d / n) for d, n in (("b", "unit.cu"), ("c", "unit.cu"), ("c", "angle.cu"))]
+    assert sorted(_includers(header, units, None, config, {})) == sorted(units[1:])
+    assert _includers(str(tmp_path / "b" / "flash.h"), units, None, config, {})[0] == units[0]

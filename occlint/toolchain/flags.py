@@ -371,7 +371,7 @@ def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | No
     the same dict for every header of one run)."""
     from occlint.discover import is_header
     from occlint.source.preproc import read_header
-    from occlint.toolchain.includers import included_names
+    from occlint.toolchain.includers import included_names, includes_another
 
     if readers:
         found = sorted(u for u in set(readers.get(os.path.realpath(header), ())) if u != header)
@@ -389,7 +389,7 @@ def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | No
                 text = (read_header(unit) or b"").decode("utf-8", "replace")
                 for n in included_names(text):
                     named.setdefault(n, []).append(unit)
-    found = named.get(name, [])
+    found = [u for u in named.get(name, []) if not includes_another(u, header)]
     if not found:          # none given: the database's units that name it
         from occlint.toolchain.includers import for_headers
         return [unit for unit, _ in for_headers([header], [], config, None)]

@@ -218,7 +218,27 @@ def _textual(header: str, config: Config, project_units) -> list[str]:
 
     db = database_for(header, config)
     units = tuple(db.units()) if db is not None else tuple(project_units())
-    return _by_name(units).get(os.path.basename(header), [])
+    found = _by_name(units).get(os.path.basename(header), [])
+    return [u for u in found if not includes_another(u, header)]
+
+
+def includes_another(unit: str, header: str) -> bool:
+    """Does every `#include "..."` of `unit` naming a file of the header's name resolve, beside
+    the unit (where a quoted include is looked for first), to another file? flash-attention's
+    `hopper/flash_prepare_scheduler.cu` includes `hopper/flash.h`, not `src/flash.h`."""
+    name = os.path.basename(header)
+    target = os.path.realpath(header)
+    here = os.path.dirname(os.path.abspath(unit))
+    named = [n.decode("utf-8", "replace") for n in quoted_includes(
+        _text(unit).encode("utf-8", "surrogateescape")) if os.path.basename(n.decode(
+            "utf-8", "replace")) == name]
+    if not named:
+        return False                # an angle-bracket include: the include path decides
+    for n in named:
+        beside = os.path.join(here, n)
+        if not os.path.isfile(beside) or os.path.realpath(beside) == target:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=8)
