@@ -1478,3 +1478,18 @@ def test_a_launch_in_a_template_lambda_takes_each_calls_template_arguments():
     [la] = sf.launches
     assert sorted((values, block) for values, block, _smem in la.bindings) == [
         ((8, 64), 64), ((16, 256), 256)]
+
+
+def test_the_shared_arrays_after_a_kernel_head_a_macro_writes_are_that_kernels():
+    """flash-attention's DEFINE_FLASH_FORWARD_KERNEL(name, ...) { __shared__ ... }: the body's
+    `__shared__` arrays were listed at file scope (and OCC020's reading of them lost)."""
+    text = ("#define DEFINE_KERNEL(kernelName, ...) \\\\\ntemplate<int N, __VA_ARGS__> \\\\\n"
+            "__global__ void kernelName(float *out)\n"
+            "DEFINE_KERNEL(macro_kernel, bool Flag) {\n  __shared__ float buf[N * 1024];\n"
+            "  buf[threadIdx.x] = N;\n  __syncthreads();\n  out[threadIdx.x] = buf[0];\n}\n")
+    sf = parse(text)
+    [decl] = sf.shared
+    assert (decl.kernel, decl.dims, decl.template_dependent) == ("macro_kernel", (None,), True)
+    assert [i.thread_derived for i in decl.indices] == [True, False]
+    sp = specialize(sf, sf.kernels[0], [4, 1])
+    assert [s.size_bytes for s in sp.shared] == [4 * 1024 * 4]

@@ -32,6 +32,7 @@ class Parsed:
 
     view: View | None = None
     arch_views: dict = field(default_factory=dict)     # arch -> SourceFile (for_arch)
+    heads: list = field(default_factory=list)   # KernelNodes of kernels a macro's use heads
 
     def node_of(self, kernel) -> tuple[object, list] | None:
         """(kernel node, shared nodes in its body) for a Kernel of this file, or None."""
@@ -40,7 +41,7 @@ class Parsed:
             for sn in self.shared:
                 shared.setdefault(id(sn.kernel_node), []).append(sn)
             nodes: dict = {}
-            for kn in self.kernels:
+            for kn in (*self.kernels, *self.heads):
                 nodes.setdefault(kn.kernel, (kn, shared.get(id(kn), [])))
             self._nodes = nodes
         return self._nodes.get(kernel)
@@ -100,7 +101,9 @@ def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parse
     kept = {kn.node.start_byte for kn in kns}
     dropped = {n.start_byte for n in ctx.caps.get("kernel", ()) if n.start_byte not in kept}
     by_start = {kn.node.start_byte: kn for kn in kns if kn.body is not None}
-    sns = shared_nodes(ctx, by_start, dropped)
+    heads: dict = {}
+    macro_kns = macro_kernels(ctx, heads)
+    sns = shared_nodes(ctx, {**heads, **by_start}, dropped)
     sns = attach_indices(ctx, sns)
     reader = LaunchReader(ctx, frozenset(kn.kernel.name for kn in kns if kn.kernel.template_params))
     launches, attributes = reader.api_calls()
@@ -110,12 +113,12 @@ def _extract(text: str, path: str, view: View | None = None, tree=None) -> Parse
     launches = sorted(launches, key=lambda x: x.span.start)
     attributes += in_macros[1]
     sf = SourceFile(
-        path=path, text=text, kernels=(*(kn.kernel for kn in kns), *macro_kernels(ctx)),
+        path=path, text=text, kernels=(*(kn.kernel for kn in kns), *macro_kns),
         shared=tuple(sorted((sn.decl for sn in sns), key=lambda d: d.span.start)),
         launches=tuple(launches),
         attributes=tuple(sorted(attributes, key=lambda a: a.span.start)),
     )
-    parsed = Parsed(sf, ctx, kns, sns, view=view)
+    parsed = Parsed(sf, ctx, kns, sns, view=view, heads=list(heads.values()))
     object.__setattr__(sf, "parsed", parsed)      # frozen dataclass: set once, here
     return parsed
 

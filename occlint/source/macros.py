@@ -140,12 +140,15 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     return out if out or kernel_is_parameter else None
 
 
-def macro_kernels(ctx: Context) -> list:
+def macro_kernels(ctx: Context, heads: dict | None = None) -> list:
     """Kernels a function-like macro of the file or its project headers defines, one per use
     outside any function (NCCL's `DEFINE_ncclDevKernel(...)`, `#define DEFINE_K(s) __global__
     void k_##s(...) {...}` then `DEFINE_K(f32)`): the body with the use's arguments put in,
     read on its own (the file's macros and constants known), named in the namespaces around
-    the use, at the use (`Kernel.in_macro`: no fix edits it)."""
+    the use, at the use (`Kernel.in_macro`: no fix edits it). `heads`: filled with the file's
+    function definition start -> a KernelNode, for a macro that writes a kernel's head and the
+    file its body (flash-attention's), so that the body's `__shared__` arrays are the kernel's."""
+    heads = {} if heads is None else heads
     from dataclasses import replace
 
     from occlint.source.kernels import kernel_nodes, split_args, unmacroed
@@ -182,6 +185,9 @@ def macro_kernels(ctx: Context) -> list:
                                    scopes=(*scopes, *k.scopes), path=ctx.path, span=span,
                                    decl_span=ctx.tx.span(start, start), launch_bounds=lb,
                                    in_macro=name.decode("utf-8", "replace")))
+                if tail and fn is not None:     # its body is the file's: its `__shared__`
+                    heads[fn.start_byte] = replace(kn, kernel=out[-1], node=fn,   # arrays
+                                                   body=fn.child_by_field_name("body"))
     return out
 
 
