@@ -1493,3 +1493,35 @@ def test_the_shared_arrays_after_a_kernel_head_a_macro_writes_are_that_kernels()
     assert [i.thread_derived for i in decl.indices] == [True, False]
     sp = specialize(sf, sf.kernels[0], [4, 1])
     assert [s.size_bytes for s in sp.shared] == [4 * 1024 * 4]
+
+
+def test_launch_sizes_through_an_overload_a_class_instantiation_and_a_shape():
+    """tiny-cuda-nn: `parallel_for_gpu(0, stream, n, f)` forwarded by its 3-argument overload
+    (the 3-argument call of the other overload made the shared size unknown; an int block
+    parameter was followed, the shared size not); the fully fused MLP's `threads = {32u,
+    WIDTH / 16, 1}` in a member of a class template instantiated explicitly (`template class
+    FullyFusedMLP<T, 128>;`: no figure); and a followed template's block kept its shape
+    (block_dims [32, 8, 1] was reported [256, 1, 1])."""
+    sf = parse(
+        "constexpr unsigned N_THREADS_LINEAR = 128;\n"
+        "template <typename F> __global__ void pfor(size_t n, F fun) {}\n"
+        "template <typename F>\n"
+        "void parallel_for_gpu(unsigned shmem_size, cudaStream_t stream, size_t n, F&& fun) {\n"
+        "  pfor<F><<<(n + 127) / 128, N_THREADS_LINEAR, shmem_size, stream>>>(n, fun);\n}\n"
+        "template <typename F> void parallel_for_gpu(cudaStream_t stream, size_t n, F&& fun) {\n"
+        "  parallel_for_gpu(0, stream, n, fun);\n}\n"
+        "void scale(float* x, size_t n, cudaStream_t s) { parallel_for_gpu(s, n, x); }\n"
+        "template <unsigned WIDTH, unsigned N_ITERS> __global__ void mlp_kernel(float* x) {}\n"
+        "template <unsigned WIDTH> void mlp_forward(float* x, cudaStream_t stream) {\n"
+        "  const dim3 threads = { 32u, WIDTH / 16, 1 };\n"
+        "  mlp_kernel<WIDTH, 8><<<1, threads, 0, stream>>>(x);\n}\n"
+        "template <typename T, unsigned WIDTH> struct FusedMLP {\n"
+        "  void forward(float* x, cudaStream_t s) { mlp_forward<WIDTH>(x, s); }\n};\n"
+        "template struct FusedMLP<float, 128>;\ntemplate class FusedMLP<float, 64>;\n"
+        "template <unsigned W> void one(float* x) {\n"
+        "  const dim3 t = { 32u, W / 16, 1 };\n  mlp_kernel<W, 2><<<1, t>>>(x);\n}\n"
+        "void run(float* x) { one<128>(x); }\n")
+    pfor, mlp, shaped = sf.launches
+    assert (pfor.block.total, pfor.dynamic_smem) == (128, 0)
+    assert sorted((v, b, d) for v, b, d in mlp.bindings) == [((64, 8), 128, 0), ((128, 8), 256, 0)]
+    assert (shaped.block.x, shaped.block.y, shaped.block.z) == (32, 8, 1)

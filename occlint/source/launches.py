@@ -211,6 +211,7 @@ class LaunchReader:
         # arguments records its arguments' types (`Launch.arg_types`, link.deduced)
         self.template_kernels = template_kernels
         self._switches = b"switch" in ctx.data
+        self._shapes: dict[tuple, tuple] = {}    # an `_instantiated` entry -> its block's x, y, z
         self.runtime: set[tuple[int | None, bytes]] = set()   # block variables chosen at run time
         for call in ctx.caps.get("api", ()):
             fn = call.child_by_field_name("function").text.lstrip(b":")
@@ -483,6 +484,10 @@ class LaunchReader:
             one = few_values(ctx, block, scope)     # every call in the file passes the same
             if one is not None and len(one) == 1 and one[0] >= 1:
                 b = Dim3(one[0], 1, 1, b.text)
+        if dyn is None and self._is_parameter(smem, scope, integral=True):
+            one = few_values(ctx, smem, scope)      # (tiny-cuda-nn's parallel_for_gpu: 0)
+            if one is not None and len(one) == 1 and one[0] >= 0:
+                dyn = one[0]
         trace: set = set()
         choices = config_choices(ctx, block, smem, scope, b.total, dyn, trace) \
             if not runtime and (b.total is None or dyn is None) else ()
@@ -497,8 +502,11 @@ class LaunchReader:
             per, bound = self._instantiated(block, smem, targs, scope, call) or (None, ())
             totals = {p[0] for p in per} if per is not None else set()
             smems, values = {p[1] for p in per or ()}, {p[2] for p in per or ()}
-            if len(totals) == 1:
-                b = Dim3(per[0][0], 1, 1, b.text)
+            if len(totals) == 1:            # (its shape, when every binding gives the same)
+                shapes = {self._shapes.get(p) for p in per}
+                x, y, z = shapes.pop() if len(shapes) == 1 and None not in shapes else \
+                    (per[0][0], 1, 1)
+                b = Dim3(x, y, z, b.text)
             if len(totals) == 1 and len(smems) == 1:
                 dyn = dyn if dyn is not None else smems.pop()
                 one = values.pop() if len(values) == 1 else ()
@@ -610,12 +618,14 @@ class LaunchReader:
             return None
         out = []
         for bind in binds:
-            total = self.dim3(block, scope, bind=bind).total
+            d = self.dim3(block, scope, bind=bind)
+            total = d.total
             if total is None or total < 1:
                 return None
             out.append((total, self.env.value(smem, scope, bind) if smem is not None else 0,
                         tuple(_bound_type(a, bind) or self.env.value(a, scope, bind)
                               for a in targs)))
+            self._shapes[out[-1]] = (d.x, d.y, d.z)
         out = list(dict.fromkeys(out))
         bound = frozenset(n.decode("utf-8", "replace") for bind in binds for n in bind)
         return (tuple(out), bound) if len(out) <= MAX_VALUES else None

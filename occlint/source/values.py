@@ -197,11 +197,21 @@ def _parameter(ctx: Context, decl, scope, depth, trace) -> set[int] | None:
     if name is None:
         return None
 
+    required = sum(p.type != "optional_parameter_declaration" for p in plist)
+    overloaded = _definitions(ctx).get(name.text, 0) > 1
+
     def argument(call):
         args = [a for a in call.child_by_field_name("arguments").named_children
                 if a.type != "comment"]
-        return args[index] if len(args) == len(plist) else None   # (defaults, overloads: no)
+        if len(args) == len(plist):
+            return args[index]
+        if overloaded and not required <= len(args) <= len(plist):
+            return _OTHER           # another overload's call (tiny-cuda-nn's parallel_for_gpu)
+        return None                 # (a default taken: not read)
     return _over_calls(ctx, name.text, argument, depth, trace)
+
+
+_OTHER = object()
 
 
 def _over_calls(ctx: Context, name: bytes, argument, depth, trace) -> set[int] | None:
@@ -211,6 +221,8 @@ def _over_calls(ctx: Context, name: bytes, argument, depth, trace) -> set[int] |
     calls = 0
     for call in calls_of(ctx, name):
         node = argument(call)
+        if node is _OTHER:
+            continue
         got = _values(ctx, node, ctx.scope_of(call.start_byte), depth + 1, {}, trace) \
             if node is not None else None
         if got is None:
@@ -268,10 +280,12 @@ def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int 
     (two more levels: flash-attention's `run_flash_bwd` -> `run_flash_bwd_seqk_parallel`). A
     parameter the call does not write takes its default (xgboost's `LaunchN(n, stream, f)`:
     BLOCK_THREADS = 256), else stays unbound (deduced from the call's arguments). None when
-    `fn` is not a template, has no call, or there would be more than MAX_BINDINGS."""
+    `fn` is not a template, has no call, or there would be more than MAX_BINDINGS. A member
+    function of a class template that is no template itself: one binding of the class's
+    parameters per explicit instantiation in the file (`_class_instantiations`)."""
     t = fn.parent
     if t is None or t.type != "template_declaration":
-        return None
+        return _class_instantiations(ctx, fn)
     memo = ctx.__dict__.setdefault("_template_bindings", {})
     key = (fn.start_byte, depth)
     if key not in memo:
@@ -324,6 +338,45 @@ def _template_bindings(ctx: Context, fn, t, depth: int) -> list[dict[bytes, int 
         if len(out) > MAX_BINDINGS:
             return None
     return out or None
+
+
+def _class_instantiations(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
+    """The bindings of the parameters of the class template `fn` is a member function of, one
+    per explicit instantiation the file writes (tiny-cuda-nn's `template class
+    FullyFusedMLP<network_precision_t, 128>;` for its `threads = {32u, WIDTH / 16, 1}`); None
+    when `fn` is no such member or the file has none."""
+    if b"template" not in ctx.data:
+        return None
+    cls = fn.parent.parent if fn.parent is not None else None      # (field_declaration_list)
+    holder = cls.parent if cls is not None else None
+    name = cls.child_by_field_name("name") if cls is not None and \
+        cls.type in ("struct_specifier", "class_specifier") else None
+    if name is None or holder is None or holder.type != "template_declaration":
+        return None
+    names = _template_parameters(holder)
+    out: list[dict[bytes, int | str]] = []
+    todo = [ctx.tree.root_node]
+    while todo:
+        node = todo.pop()
+        for c in node.named_children:
+            if c.type in ("namespace_definition", "declaration_list", "linkage_specification"):
+                todo.append(c)
+            elif c.type == "template_instantiation" and not ctx.dead(c):
+                ty = c.child_by_field_name("type")
+                tt = next((x for x in (ty.named_children if ty is not None else ())
+                           if x.type == "template_type"), None)
+                if tt is None or tt.child_by_field_name("name").text != name.text:
+                    continue
+                args = exprs(tt.child_by_field_name("arguments"))
+                bind: dict[bytes, int | str] = {}
+                for n, a in zip(names, args, strict=False):
+                    v = ctx.env.value(a, None) if a.type != "type_descriptor" else \
+                        b" ".join(a.text.split()).decode("utf-8", "replace")
+                    if v is not None and n:
+                        bind[n] = v
+                if bind and bind not in out:
+                    out.append(bind)
+    return out[:MAX_BINDINGS] or None
 
 
 def _defaults(ctx: Context, fn) -> dict[bytes, int]:
