@@ -466,3 +466,21 @@ def test_driver_api_launches_of_a_host_source_take_their_folders_kernel(tmp_path
         "of this folder defines")
     assert by[("drv/vectorAddDrv.cpp", 11)]["no_occupancy"].startswith(
         "`f` is a CUfunction whose kernel occlint reads only from `cuModuleGetFunction(&f, ")
+
+
+def test_a_launch_of_a_template_no_unit_instantiates_says_so(tmp_path, nvcc_path):
+    # tiny-cuda-nn's reduce_sum.h: block_reduce0 is launched only in reduce_sum_old, which
+    # nothing calls: "nvcc reported no figures ... (defined in a file not listed, ...)"
+    (tmp_path / "k.cu").write_text(
+        "template <typename T> __global__ void block_reduce0(const T* in, float* out) {}\n"
+        "template <typename T> void reduce_sum_old(const T* in, float* out, int n) {\n"
+        "  block_reduce0<T><<<(n + 127) / 128, 128>>>(in, out);\n}\n"
+        "__global__ void used(float* out) { out[threadIdx.x] = 1.f; }\n"
+        "void run(float* out) { used<<<1, 128>>>(out); }\n")
+    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "k.cu",
+                               cwd=tmp_path).stdout)
+    launch = {r["name"]: r for r in recs if r["kind"] == "launch"}
+    assert launch["block_reduce0"]["no_occupancy"] == (
+        "`block_reduce0` is a template that no compiled unit instantiates (the launch is in "
+        "`reduce_sum_old`): nvcc made no code for it, so there are no figures")
+    assert launch["used"]["occupancy"]["sm_90"]["active_blocks"] == 16

@@ -137,10 +137,12 @@ NO_FIGURES = ("nvcc reported no figures for this file's kernels (defined in a fi
 
 def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
                      bounds: dict[str, int] | None = None,
-                     not_compiled: str = NOT_COMPILED) -> str | None:
+                     not_compiled: str = NOT_COMPILED, templates: set[str] | None = None,
+                     ) -> str | None:
     """Why a launch record has no occupancy (None when it has one). `bounds`: kernel name ->
     its `__launch_bounds__` max threads, for the kernels of the launch's file; `not_compiled`:
-    what to say when nothing was compiled."""
+    what to say when nothing was compiled; `templates`: the names of the template kernels the
+    file (or a header it includes) defines."""
     if r.get("occupancy"):
         return None
     if not_compiled.startswith("nvcc failed on"):
@@ -183,6 +185,10 @@ def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
     if not compiled:
         return not_compiled
     if r["name"].split("::")[-1] not in kernels_measured:
+        if r["name"].split("::")[-1] in (templates or ()):
+            fn = f" (the launch is in `{r['function']}`)" if r.get("function") else ""
+            return (f"`{r['name']}` is a template that no compiled unit instantiates{fn}: nvcc "
+                    "made no code for it, so there are no figures")
         return (f"nvcc reported no figures for `{r['name']}` (defined in a file not listed, "
                 "or not compiled for these archs)")
     return "the launch could not be matched to one compiled instantiation"
@@ -591,10 +597,12 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
                 (f" and {len(stopped) - 3} more" if len(stopped) > 3 else ""),
                 "which includes" if len(stopped) == 1 else "which include")
     pointers = _pointer_callees(sf)
+    templates = {k.name for f in (sf, *headers) for k in f.kernels
+                 if k.template_params and k.is_definition}
     for r in recs:
         if r["kind"] == "launch":
             r["no_occupancy"] = pointers.get((r["line"], r["column"])) or \
-                why_no_occupancy(r, bool(mine), measured, bounds, unmeasured)
+                why_no_occupancy(r, bool(mine), measured, bounds, unmeasured, templates)
             nowhere = _defined_nowhere(sf, r) \
                 if r["no_occupancy"] == NOT_CONSTANT.format(r["block_text"]) else None
             if nowhere == r["block_text"]:
