@@ -319,3 +319,32 @@ def test_an_undefined_identifier_of_a_cuda_library_names_its_header():
     assert "mpi.h" in explain_undefined('identifier "MPI_Comm" is undefined')
     assert explain_undefined('identifier "tile" is undefined') == 'identifier "tile" is undefined'
     assert explain_undefined(said) == said
+
+
+def test_an_errors_include_chain_is_the_one_gcc_printed_once_for_its_file():
+    # tiny-cuda-nn: common.h's `#warning` took the include chain GCC prints once, so the
+    # `#error` after it (and a later error whose chain stops at a header already shown) were
+    # placed at the unit's line 1, not at its `#include` line
+    from occlint.toolchain.ptxas import parse_errors
+
+    k3 = ("In file included from include/lib/device.h:2,\n"
+          "                 from k3.cu:3:\n"
+          "include/lib/common.h:3:2: warning: #warning MIN_ARCH was not defined. [-Wcpp]\n"
+          "    3 | #warning MIN_ARCH was not defined.\n"
+          'include/lib/common.h:7:2: error: #error "HALF_PRECISION is undefined."\n'
+          "In file included from include/lib/obj.h:2,\n"
+          "                 from k3.cu:4:\n"
+          "include/lib/host.h:3:10: fatal error: fmtx/format.h: No such file or directory\n"
+          "compilation terminated.\n")
+    got = [(e.path, e.line, e.included_from) for e in parse_errors(k3, "k3.cu", "sm_90")]
+    assert got == [("include/lib/common.h", 7, ("k3.cu", 3)),
+                   ("include/lib/host.h", 3, ("k3.cu", 4))]
+    k4 = ("In file included from include/lib/mlp.h:2,\n"
+          "                 from k4.cu:3:\n"
+          'include/lib/common.h:7:2: error: #error "HALF_PRECISION is undefined."\n'
+          "In file included from include/lib/obj.h:2,\n"
+          "                 from include/lib/graph.h:2,\n"
+          "                 from include/lib/mlp.h:3:\n"
+          "include/lib/host.h:3:10: fatal error: fmtx/format.h: No such file or directory\n")
+    got = [(e.path, e.included_from) for e in parse_errors(k4, "k4.cu", "sm_90")]
+    assert got == [("include/lib/common.h", ("k4.cu", 3)), ("include/lib/host.h", ("k4.cu", 3))]

@@ -105,19 +105,43 @@ _AT_LINE = re.compile(r"^\s+(?:detected during\s+)?(?:instantiation|implicit gen
                       r"(\d+) of (.+?)\s*$")
 
 
+_DIAGNOSTIC = re.compile(r"^(.+?):\d+:(?:\d+:)? (?:warning|error|fatal error|note):")
+
+
+def _outermost(chain: list, chain_of: dict, line: str) -> tuple[str, int] | None:
+    """The outermost frame of the include chain that leads to the diagnostic on `line`: the
+    chain printed just before it; else the one printed for an earlier diagnostic in its file
+    (GCC prints a file's chain once: tiny-cuda-nn's `#warning` then `#error` in common.h); a
+    chain that stops at a header GCC has already shown the way to (it leaves out frames it
+    printed) continues with that header's."""
+    m = _DIAGNOSTIC.match(line)
+    if chain:
+        outer = chain[-1]
+        if outer[0] in chain_of:
+            outer = chain_of[outer[0]]
+        for frame_file, _line in chain[:-1]:        # (the headers on the way, not the unit)
+            chain_of.setdefault(frame_file, outer)
+        if m:
+            chain_of[m.group(1)] = outer
+        return outer
+    return chain_of.get(m.group(1)) if m else None
+
+
 def parse_errors(text: str, unit: str, arch: str | None = None) -> list[CompileError]:
     """Errors (never warnings) from nvcc's front end, the host compiler, ptxas and nvcc itself."""
     out: list[CompileError] = []
     ptx_lines: set[str] = set()
     origins: dict[int, tuple[str, int]] = {}     # error index -> the outermost instantiation
-    chain: tuple[str, int] | None = None         # the include chain's last (outermost) file
+    chain: list[tuple[str, int]] = []            # the include chain being read, innermost first
+    chain_of: dict[str, tuple[str, int]] = {}    # a file -> the outermost frame of its chain
     for line in text.splitlines():
         line = line.rstrip()
         m = _INCLUDED.match(line)
         if m:
-            chain = (m.group(1), int(m.group(2)))
+            chain.append((m.group(1), int(m.group(2))))
             continue
-        outer, chain = chain, None
+        outer = _outermost(chain, chain_of, line)
+        chain = []
         m = _FRONT.match(line)
         if m:
             kind = "fatal" if "catastrophic" in line or m.group(3) == "fatal error" else "error"
