@@ -6,6 +6,7 @@ import argparse
 import json
 
 import pytest
+from conftest import run_main
 
 from occlint.commands import options
 from occlint.config import Config, split_config_options
@@ -84,3 +85,23 @@ def test_every_command_that_compiles_takes_cache_dir(command):
     args = sub.choices[command].parse_args(["x.cu", "--cache-dir", "elsewhere"]
                                            if command != "doctor" else ["--cache-dir", "elsewhere"])
     assert args.cache_dir == "elsewhere"
+
+
+def test_config_file_elsewhere_checks_the_working_directory_and_is_the_settings_path(tmp_path):
+    # tiny-cuda-nn: `cd src && occlint check --config ../occlint_full.toml` linted the config's
+    # folder (a sibling tree outside the repository too), and --show-settings named
+    # src/occlint.toml while showing ../occlint_full.toml's values
+    (tmp_path / "cfg.toml").write_text("min-occupancy = 0.5\n")
+    proj, sibling = tmp_path / "proj", tmp_path / "sibling"
+    proj.mkdir()
+    sibling.mkdir()
+    (proj / "occlint.toml").write_text("min-occupancy = 0.25\n")
+    (proj / "a.cu").write_text("__global__ void a(int* p) {}\n")
+    (sibling / "b.cu").write_text("__global__ void b(int* p) {}\n")
+    r = run_main("check", "--show-files", "--config", "../cfg.toml", "--no-cache", cwd=proj)
+    assert r.stdout.split() == [str(proj / "a.cu")]
+    r = run_main("check", "--show-settings", "--config", "../cfg.toml", "--no-cache", cwd=proj)
+    assert f'Settings path: "{tmp_path / "cfg.toml"}"' in r.stdout
+    assert "min-occupancy = 0.5" in r.stdout
+    r = run_main("doctor", "--config", "../cfg.toml", cwd=proj)       # (no paths: no files)
+    assert "no such file" not in r.stderr

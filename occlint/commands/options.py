@@ -9,6 +9,8 @@ options in order, then the flags, as in ruff.
 
 from __future__ import annotations
 
+import os
+
 import argparse
 
 
@@ -34,7 +36,10 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, cache: bool = True)
 
 def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments that choose files, archs and rules: `check`, `fix`, `baseline`, `lock`."""
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: the project root)")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or folders (default: the project root; with --config FILE, "
+                             "the working directory)")
+    parser.set_defaults(lints_paths=True)
     add_config_arguments(parser)
     parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
     parser.add_argument("--select", type=csv, metavar="CODES", help="rule codes or prefixes to enable (replaces the config)")
@@ -81,6 +86,11 @@ def load(args):
     stdin_name = getattr(args, "stdin_filename", None)
     start = paths[0] if paths else stdin_name
     config = load_config(config_file, start=start, overrides=overrides, extend=extend)
+    args.settings_file = config_file        # (--show-settings names the file given)
+    if config_file is not None and getattr(args, "lints_paths", False) and not args.paths:
+        # `--config FILE` and no path: the working directory, as ruff, not FILE's folder (a
+        # config kept elsewhere would lint the folder around it)
+        args.paths = [os.curdir]
     more = _per_file(getattr(args, "extend_per_file_ignores", None))
     if more:
         import dataclasses

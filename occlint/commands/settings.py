@@ -40,7 +40,9 @@ def show(args, config) -> int:
             print(os.path.abspath(f))
         return 0
     first = files[0] if files else (paths[0] if paths else config.root)
-    found = find_config_file(paths[0] if paths else args.stdin_filename)
+    found = getattr(args, "settings_file", None) or \
+        find_config_file(paths[0] if paths else args.stdin_filename)
+    found = os.path.abspath(found) if found else found
     print(f'Resolved settings for: "{os.path.abspath(first)}"')
     print(f'Settings path: "{found}"' if found else "Settings path: (none; defaults)")
     print()
