@@ -429,3 +429,31 @@ def test_a_constant_in_the_seventieth_included_header_is_read(tmp_path):
               "__global__ void k(int *p) { p[threadIdx.x] = WORDS; }\n"
               "void run(int *p) { k<<<4096, WORDS>>>(p); k<<<4096, THREADS>>>(p); }\n")
     assert [x["block"] for x in _launches(tmp_path, source)] == [24, 192]
+
+
+def test_a_file_that_only_calls_a_headers_launcher_is_read(tmp_path):
+    # tiny-cuda-nn's network.h calls `linear_kernel(kernel_activation<T>, 0, stream, n, ...)`
+    # (common_host.h's launcher) and writes neither `__global__` nor `<<<`: not discovered,
+    # and named alone, nothing listed (a raw string with `__global__` made src/network.cu seen)
+    (tmp_path / "helpers.h").write_text(
+        "#pragma once\nconstexpr unsigned N_THREADS_LINEAR = 128;\n"
+        "template <typename K, typename... T>\n"
+        "void linear_kernel(K kernel, unsigned shmem, cudaStream_t stream, unsigned n, T... args) {\n"
+        "  kernel<<<(n + 127) / 128, N_THREADS_LINEAR, shmem, stream>>>(n, args...);\n}\n")
+    (tmp_path / "kernels.h").write_text(
+        '#pragma once\ntemplate <typename T, int N> __global__ void act(unsigned n, T* x) {}\n')
+    (tmp_path / "act.h").write_text(
+        '#pragma once\n#include "helpers.h"\n#include "kernels.h"\n'
+        "template <typename T> void run_act(T* x, unsigned n, cudaStream_t s) {\n"
+        "  linear_kernel(act<T, 4>, 0, s, n, x);\n}\n")
+    (tmp_path / "use.cu").write_text(
+        '#include "helpers.h"\n#include "kernels.h"\n'
+        "void use(float* x, unsigned n, cudaStream_t s) { linear_kernel(act<float, 4>, 0, s, n, x); }\n")
+    (tmp_path / "plain.h").write_text('#pragma once\n#include "helpers.h"\nint f();\n')
+    r = run_main("check", "--show-files", "--no-cache", ".", cwd=tmp_path)
+    assert sorted(p.rsplit("/", 1)[-1] for p in r.stdout.split()) == [
+        "act.h", "helpers.h", "kernels.h", "use.cu"]
+    for name in ("act.h", "use.cu"):
+        recs = json.loads(run_main("kernels", "--no-compile", "--json", name, cwd=tmp_path).stdout)
+        assert [(x["name"], x["block"], x["dynamic_smem"]) for x in recs
+                if x["kind"] == "launch"] == [("act", 128, 0)], name

@@ -99,6 +99,29 @@ def _home(path: str, data: bytes) -> Context | None:
     return _HOMES[key]
 
 
+def launchers(path: str, data: bytes) -> set[bytes]:
+    """The names of the functions (and launcher classes) header `path` defines that launch a
+    kernel their caller passes (tiny-cuda-nn's `linear_kernel(kernel, shmem, stream, n,
+    args...)`): a file that calls one holds launches its own words do not show."""
+    if not data or b"<<<" not in data:
+        return set()
+    home = _home(path, data)
+    out: set[bytes] = set()
+    for la in _parameter_launches(home) if home is not None else ():
+        fn = home.function_at(home.tx.byte_offset(la.span.start))
+        decl = function_declarator(fn) if fn is not None else None
+        inner = decl.child_by_field_name("declarator") if decl is not None else None
+        if inner is not None and inner.type == "operator_name":
+            cls = next((p for p in reversed(ancestors(home.tree.root_node, fn))
+                        if p.type in ("class_specifier", "struct_specifier")), None)
+            inner = cls.child_by_field_name("name") if cls is not None else None
+        name = declarator_name(inner) if inner is not None and inner.type != "type_identifier" \
+            else inner
+        if name is not None:
+            out.add(name.text.split(b"::")[-1])
+    return out
+
+
 def _parameter_launches(home: Context) -> list:
     """The chevron launches of `home` (a header) on a name that is a parameter of their
     function (memoized on it)."""

@@ -145,7 +145,9 @@ def uses_included_macro(path: str, data: bytes, memo: dict) -> bool:
     (pytorch3d's pulsar: `GLOBAL void fill(...)`)? Then it holds kernels or launches that its
     own words do not show. A header's macros include those of the headers it includes in
     turn (pulsar's `commands.h` routes to `gpu/commands.h`). `memo`: header path -> its
-    (launch, kernel) macros, for the run: each header is read once."""
+    (launch, kernel) macros, for the run: each header is read once. A function of such a header
+    that launches a kernel its caller passes (`linear_kernel(kernel, ...)`:
+    `forwarded.launchers`) counts as a launch macro."""
     launches, kernels, _whole = _header_macros(path, data, memo)
     return uses_macros(data, launches, kernels)
 
@@ -165,6 +167,7 @@ def _header_macros(path: str, data: bytes, memo: dict, depth: int = 0) -> tuple[
     theirs in turn, _MAX_DEPTH levels deep, and whether that reading is whole (not cut by the
     depth limit, an include cycle or the run's budget of _MAX_READS readings). A whole
     reading of a header is remembered in `memo`."""
+    from occlint.source.forwarded import launchers
     from occlint.source.preproc import kernel_macros, launch_macros, read_header
 
     launches: set = set()
@@ -184,7 +187,8 @@ def _header_macros(path: str, data: bytes, memo: dict, depth: int = 0) -> tuple[
             memo[header] = _READING
             text = read_header(header) or b""
             inner = _header_macros(header, text, memo, depth + 1)
-            got = (set(launch_macros(text)) | inner[0], set(kernel_macros(text)) | inner[1])
+            got = (set(launch_macros(text)) | launchers(header, text) | inner[0],
+                   set(kernel_macros(text)) | inner[1])
             if inner[2]:
                 memo[header] = got
             else:
