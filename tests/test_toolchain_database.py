@@ -172,6 +172,26 @@ def test_a_host_compilers_entry_lends_only_paths_macros_and_the_standard(tmp_pat
     assert list(flags) == ["-DUSE_X=1", f"-I{tmp_path}/inc", "-isystem", "/opt/x", "-std=c++17"]
 
 
+def test_options_files_of_an_entry_are_its_flags(tmp_path):
+    # darknet with CMake: `nvcc ... --options-file CMakeFiles/darknet.dir/includes_CUDA.rsp`
+    # holds every include folder; the flag was dropped, and 11 of 11 units failed on darknet.h
+    build = tmp_path / "build"
+    (build / "CMakeFiles").mkdir(parents=True)
+    (build / "CMakeFiles" / "includes_CUDA.rsp").write_text(
+        f'-I{tmp_path}/inc "-I{tmp_path}/with space" --options-file=more.rsp\n')
+    (build / "more.rsp").write_text("-DFROM_NESTED=1 -optf more.rsp\n")   # (a loop: 2 levels)
+    (build / "hostile.rsp").write_text("-Xcompiler -fplugin=/tmp/evil.so\n")
+    unit = tmp_path / "k.cu"
+    (build / "compile_commands.json").write_text(json.dumps([{
+        "directory": str(build), "file": str(unit),
+        "command": f"nvcc -DNDEBUG --options-file CMakeFiles/includes_CUDA.rsp -optf missing.rsp "
+                   f"@hostile.rsp --options-file /dev/zero -x cu -c {unit} -o k.o"}]))
+    flags = list(unit_command(str(unit), Config(root=str(tmp_path))).flags)
+    assert flags[:4] == ["-DNDEBUG", f"-I{tmp_path}/inc", f"-I{tmp_path}/with space",
+                         "-DFROM_NESTED=1"]
+    assert not any("evil" in f or "rsp" in f or "zero" in f for f in flags), flags
+
+
 def test_a_command_with_an_open_quote_is_its_words_and_is_read_only_when_used(tmp_path):
     # no shell would run `nvcc -c "a.cu`; its entry still lends its words (was: an internal
     # error for every file of the project), and an entry nobody asks for is never split
@@ -498,6 +518,12 @@ def test_a_missing_header_the_project_has_names_its_folder(tmp_path):
         "`moderngpu/kernel_scan.hxx` not found: this project has it below `src`: add that folder "
         "to `include-dirs` (or build with CMake and export compile_commands.json)")
     assert "below `apps/common/include` and `src/cudpp`: add the one the build uses" in msg("cuda_util.h")
+    # with a database entry the build's own flags missed it: no advice to export one (darknet)
+    assert explain_missing('x.cu(1): catastrophic error: cannot open source file '
+                           '"moderngpu/kernel_scan.hxx"', 13, root=str(tmp_path),
+                           database=True).endswith(
+        "add that folder to `include-dirs` (the compilation database's entry for this unit does "
+        "not give it)")
     assert "this project" not in msg("absent.h") and "part of cuBLAS" in msg("cublas_v2.h")
     # NCCL's own src/include/nccl_device.h: the project's copy, not another NCCL's wheel
     assert msg("nccl_device.h").startswith("`nccl_device.h` not found: this project has it below "

@@ -62,6 +62,50 @@ def _compiler_index(args: list[str]) -> int:
     return 0
 
 
+_OPTIONS_FILE = ("--options-file", "-optf")
+MAX_OPTIONS_FILE_BYTES = 1 << 20
+
+
+def with_options_files(args: list[str], directory: str, depth: int = 0) -> list[str]:
+    """`args` with each nvcc `--options-file FILE` (`-optf`, `=FILE`, comma lists) and each
+    `@FILE` response file replaced by the arguments FILE holds, read as nvcc reads it (shell
+    words; relative to the entry's `directory`), two levels deep: CMake puts every CUDA include
+    folder in `includes_CUDA.rsp` (darknet: 11 of 11 units lost theirs). A file that cannot be
+    read (missing, not a regular file, over 1 MiB) is left out, as before; what it holds is
+    vetted with the other flags."""
+    import shlex
+
+    from occlint.files import read_regular
+
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        names: list[str] | None = None
+        if arg in _OPTIONS_FILE and i + 1 < len(args):
+            names, i = args[i + 1].split(","), i + 1
+        elif arg.split("=", 1)[0] in _OPTIONS_FILE and "=" in arg:
+            names = arg.split("=", 1)[1].split(",")
+        elif arg.startswith("@") and len(arg) > 1:
+            names = [arg[1:]]
+        i += 1
+        if names is None:
+            out.append(arg)
+            continue
+        for name in names:
+            if not name or depth >= 2:
+                continue
+            try:
+                data = read_regular(os.path.join(directory, name))
+                if len(data) > MAX_OPTIONS_FILE_BYTES:
+                    continue
+                words = shlex.split(data.decode("utf-8", "replace"), comments=False)
+            except (OSError, ValueError):
+                continue
+            out += with_options_files(words, directory, depth + 1)
+    return out
+
+
 def without_compiler(args: list[str]) -> list[str]:
     """The arguments after the compiler (and any launcher before it)."""
     return args[_compiler_index(args) + 1:]
@@ -170,7 +214,7 @@ def _flags(path: str, config: Config, library_dirs: Sequence[str] = (),
     libs = include_flags(list(library_dirs))
     if entry is None:
         return tuple(config_flags(config) + libs), os.getcwd(), None
-    args = without_compiler(list(entry.arguments))
+    args = with_options_files(without_compiler(list(entry.arguments)), entry.directory)
     flags = filter_flags(args, entry.source)
     if not _is_nvcc_command(entry.arguments):   # a host compiler's command: its paths and macros
         flags = host_portable(flags)

@@ -135,7 +135,7 @@ def missing_header(message: str) -> str | None:
 
 
 def explain_missing(message: str, cuda_major: int | None = None, add: str | None = None,
-                    root: str | None = None) -> str:
+                    root: str | None = None, database: bool = False) -> str:
     """A missing-header message rewritten to name the header and, when known, its package, or
     the project folder that holds it (`root`: the project's root, searched once per process).
     `add`: how to add a folder to the include path, where it is not `include-dirs` (a Python
@@ -153,15 +153,17 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
                 f"or {add or 'add its folder to `include-dirs`'}")
     if add:
         return f"`{header}` not found: {add}"
+    # (with a database entry, the build's own flags did not find it either)
+    tail = " (the compilation database's entry for this unit does not give it)" if database \
+        else " (or build with CMake and export compile_commands.json)"
     if len(here) == 1:
         return (f"`{header}` not found: this project has it below `{here[0]}`: add that folder "
-                "to `include-dirs` (or build with CMake and export compile_commands.json)")
+                f"to `include-dirs`{tail}")
     if here:
         return (f"`{header}` not found: this project has it below "
                 f"{' and '.join(f'`{h}`' for h in here)}: add the one the build uses to "
-                "`include-dirs` (or build with CMake and export compile_commands.json)")
-    return (f"`{header}` not found: add its folder to `include-dirs` (or build with CMake and "
-            "export compile_commands.json)")
+                f"`include-dirs`{tail}")
+    return f"`{header}` not found: add its folder to `include-dirs`{tail}"
 
 
 _PROJECT_FILES: dict[str, dict[str, list[str]]] = {}     # root -> file name -> relative paths
