@@ -335,7 +335,7 @@ def build_facts(sf: SourceFile, usage: Iterable[Usage], config, archs: tuple[str
     except Exception:
         pass
     for kf in facts.kernels:
-        _static_limits(kf)
+        _static_limits(kf, archs)
         for arch in archs:
             kf.sites.extend(_sites(facts, kf, arch))
         for site in kf.sites:
@@ -356,7 +356,7 @@ def static_total(kf: KernelFacts, shared: list[SharedDecl] | None = None) -> int
     return sum(d.size_bytes or 0 for d in (shared if shared is not None else kf.shared) if not d.extern)
 
 
-def _static_limits(kf: KernelFacts) -> None:
+def _static_limits(kf: KernelFacts, archs: tuple[str, ...] = ()) -> None:
     """OCC021 (over 48 KB) and OCC020 (thread-indexed array larger than any block)."""
     static = [d for d in kf.shared if not d.extern and d.size_bytes]
     ptxas = max((u.static_smem for us in kf.usages.values() for u in us), default=0)
@@ -377,8 +377,26 @@ def _static_limits(kf: KernelFacts) -> None:
         if all(i.constant is not None for i in d.indices):
             continue        # `flag[0]` alone: no evidence of how the array is meant to be used
         used = used_elements(d, largest)
-        if used is not None and d.dims[0] > used:
+        if used is not None and d.dims[0] > used and \
+                _allocates_less(total, (d.dims[0] - used) * (d.element_size or 0), archs):
             kf.oversized.append((d, used))
+
+
+def _allocates_less(total: int, unused: int, archs: tuple[str, ...]) -> bool:
+    """Would a block allocate less shared memory without `unused` of its `total` static bytes
+    on one of `archs` (in allocation units: 128 bytes on sm_80+)? A transpose tile's padding
+    word (darknet's `tile[33 * 32]`, 4 bytes) allocates the same."""
+    from occlint.errors import OcclintError
+    from occlint.gpus import arch as arch_limits
+
+    for a in archs or ("sm_90",):
+        try:
+            gran = arch_limits(a).smem_granularity
+        except OcclintError:    # (an arch the table lacks: the saving is not judged)
+            return True
+        if -(-total // gran) != -(-(total - unused) // gran):
+            return True
+    return False
 
 
 def used_elements(decl: SharedDecl, largest_block: int | None) -> int | None:

@@ -323,6 +323,21 @@ def test_occ020_no_bound_no_finding():
     assert _shared("    buf[0] = x[0];\n") == []
 
 
+def test_occ020_not_for_unused_bytes_that_allocate_nothing_less():
+    # darknet's transpose_uint32_kernel_2: `tile[33 * 32]`, indexed up to 32 * 33 - 2: 4 bytes
+    # unused, and 4220 or 4224 bytes allocate the same (128-byte units on sm_80+)
+    tile = ("__global__ void t(unsigned* x) {\n    __shared__ unsigned tile[33 * 32];\n"
+            "    const int lx = threadIdx.x % 32;\n    const int ly = (threadIdx.x / 32) % 32;\n"
+            "    tile[lx * 33 + ly] = x[threadIdx.x];\n    __syncthreads();\n"
+            "    x[threadIdx.x] = tile[ly * 33 + lx];\n}\n"
+            "void run(unsigned* x) { t<<<64, 1024>>>(x); }\n")
+    found = lint_source(tile, "t.cu", [], Config(arch=("sm_80", "sm_90")))
+    assert [f.code for f in found if f.code == "OCC020"] == []
+    # 64 unused floats (256 bytes): two allocation units fewer
+    (f,) = _shared("    for (int k = 0; k < 960; k++) buf[k] = x[k];\n")
+    assert "reach only the first 960" in f.message
+
+
 # --- OCC033: a small constant grid matters only where the grid is a knob ---------------------------
 
 def test_occ033_only_for_kernels_that_spread_work_over_the_grid():
