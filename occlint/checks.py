@@ -217,6 +217,9 @@ def bounds_fix(facts: Facts, site: Site, blocks: int) -> tuple[Edit, ...] | None
         cap = occupancy.launch_bounds_register_cap(arch, site.block, blocks)
         if cap is not None and any(u.registers - cap > u.registers * cut + 1e-9 for u in usages):
             return None   # it would cut another instantiation's registers past max-register-cut
+        if cap is not None and arch != site.arch and any(u.registers > cap for u in usages):
+            return None   # it would cap another arch checked, which the finding does not say
+                          # (darknet: sm_90's `__launch_bounds__(512, 3)` took sm_80 55 -> 40)
     text = launch_bounds_text(site.block, blocks)
     lb = k.launch_bounds
     if lb is not None:

@@ -884,3 +884,18 @@ def test_a_template_launched_where_its_definition_is_not_seen_is_matched_by_its_
     findings = lint_source(text, "ops.cu", usage, Config(arch=("sm_90",)))
     fails = [f for f in findings if f.code == "OCC034"]
     assert [f.span.line for f in fails] == [2] and "(2 instantiations)" in fails[0].message
+
+
+def test_a_bounds_fix_that_would_cap_another_arch_checked_is_not_offered():
+    # darknet's backward_shortcut_multilayer_kernel (-rdc): OCC010 on sm_90 (44 registers, 4
+    # to shed) offered `__launch_bounds__(512, 3)`, which also took sm_80 from 55 to 40
+    # registers (40 B of spills), unsaid. One arch checked: the fix stays
+    text = ("__global__ void k(float* x) { x[threadIdx.x] *= 2.f; }\n"
+            "void run(float* x) { k<<<1000, 512>>>(x); }\n")
+    both = [Usage(kernel="k", arch="sm_90", registers=44), Usage(kernel="k", arch="sm_80", registers=55)]
+    found = [f for f in lint_source(text, "k.cu", both, Config(arch=("sm_80", "sm_90")))
+             if f.code == "OCC010" and f.arch == "sm_90"]
+    assert found and all(f.fix is None for f in found)
+    alone = [f for f in lint_source(text, "k.cu", both[:1], Config(arch=("sm_90",)))
+             if f.code == "OCC010"]
+    assert alone[0].fix is not None and "__launch_bounds__(512, 3)" in alone[0].fix.edits[0].content
