@@ -1525,3 +1525,18 @@ def test_launch_sizes_through_an_overload_a_class_instantiation_and_a_shape():
     assert (pfor.block.total, pfor.dynamic_smem) == (128, 0)
     assert sorted((v, b, d) for v, b, d in mlp.bindings) == [((64, 8), 128, 0), ((128, 8), 256, 0)]
     assert (shaped.block.x, shaped.block.y, shaped.block.z) == (32, 8, 1)
+
+
+def test_a_kernel_a_conditional_passes_to_a_launcher_is_each_branch():
+    """nccl-tests' `testLaunchDeviceKernel(op == sum ? k<sum> : ... : nullptr, ...)`: the call
+    was not followed ("with no constant launch ... at 768 threads"); now one launch per kernel
+    a branch passes, a null left out."""
+    sf = parse(
+        "template <typename F, typename... Args> void launch512(F kernel, int ctas, Args... args) {\n"
+        "  kernel<<<ctas, 512>>>(args...);\n}\n"
+        "template <typename T> __global__ void accum(T* x) {}\n"
+        "__global__ void other(float* x) {}\n"
+        "void run(float* x, int m, int c) {\n"
+        "  launch512(m > 0 ? accum<float> : m < 0 ? other : nullptr, c, x);\n}\n")
+    assert [(la.callee, la.template_args, la.block.total, la.span.line) for la in sf.launches] == [
+        ("accum", ("float",), 512, 7), ("other", (), 512, 7)]

@@ -215,34 +215,54 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
         args = _args(call.child_by_field_name("arguments"))
         if index >= len(args) or (len(args) > len(names) and b"..." not in names):
             continue                    # (another overload's call)
-        kernel = unwrap_kernel_ref(reader.kernel_ref(unwrap_kernel_ref(args[index]), call))
         scope = ctx.scope_of(call.start_byte)
-        if kernel is None or kernel.type not in _KERNEL_ARGS or (
-                kernel.type == "identifier" and scope is not None and
-                ctx.local(scope, kernel.text) is not None):
-            continue                    # an expression, or a variable of the caller
-        bind = {**made, **{n: _grouped(a.text) for n, a in zip(names, args, strict=False)
-                           if n and n != b"..."}}
-        fields = {(n, m): text for n, a in zip(names, args, strict=False) if n and n != b"..."
-                  for m, text in _object_fields(ctx, home, a, scope).items()}
-
-        def made_at_call(dims, bind=bind, fields=fields):
-            """`dims` unknown, written as the call makes it (`blocks_` -> `dim3(kB, 1, 1)`)."""
-            if not _names(dims.text) & mentions:
-                return dims
-            return replace(dims, x=None, y=None, z=None, text=_substituted(dims.text, bind, fields))
-        smem_text = _substituted(la.dynamic_smem_text, bind, fields) \
-            if _names(la.dynamic_smem_text) & mentions else la.dynamic_smem_text
-        site = replace(
-            la, **_callee(ctx, reader, kernel, scope), span=ctx.tx.node_span(call),
-            config_span=None, arg_spans=(), argc=None, arg_types=(), choices=(), bindings=(),
-            sweep=False, block_parameter=False, block_template=(),
-            function=ctx.function_name(call.start_byte),
-            block=made_at_call(la.block), grid=made_at_call(la.grid),
-            dynamic_smem=None if smem_text != la.dynamic_smem_text else la.dynamic_smem,
-            dynamic_smem_text=smem_text)
-        out.append(_at_use(ctx, reader, call, site, {}, scope))
+        for kernel in _chosen(args[index]):     # (each kernel a `c ? k1 : k2` may pass)
+            kernel = unwrap_kernel_ref(reader.kernel_ref(unwrap_kernel_ref(kernel), call))
+            if kernel is None or kernel.type not in _KERNEL_ARGS or (
+                    kernel.type == "identifier" and scope is not None and
+                    ctx.local(scope, kernel.text) is not None):
+                continue                # an expression, or a variable of the caller
+            out.append(_site(ctx, reader, la, call, kernel, names, args, made, mentions, home))
     return out or None
+
+
+def _chosen(node) -> list:
+    """The kernels an argument passes: itself, or each branch of `c ? k1 : k2` (nccl-tests'
+    `SPECIALIZE_KERNEL`: `op == sum ? k<sum> : ... : nullptr`), a null left out."""
+    node = unwrap_kernel_ref(node)
+    if node is not None and node.type == "conditional_expression":
+        return [k for part in ("consequence", "alternative")
+                for k in _chosen(node.child_by_field_name(part))]
+    if node is None or node.type in ("null", "nullptr") or node.text in (b"0", b"NULL"):
+        return []
+    return [node]
+
+
+def _site(ctx: Context, reader: LaunchReader, la, call, kernel, names, args, made, mentions,
+          home):
+    """`la` at `call`, of `kernel`, its sizes read with the call's arguments."""
+    scope = ctx.scope_of(call.start_byte)
+    bind = {**made, **{n: _grouped(a.text) for n, a in zip(names, args, strict=False)
+                       if n and n != b"..."}}
+    fields = {(n, m): text for n, a in zip(names, args, strict=False) if n and n != b"..."
+              for m, text in _object_fields(ctx, home, a, scope).items()}
+
+    def made_at_call(dims):
+        """`dims` unknown, written as the call makes it (`blocks_` -> `dim3(kB, 1, 1)`)."""
+        if not _names(dims.text) & mentions:
+            return dims
+        return replace(dims, x=None, y=None, z=None, text=_substituted(dims.text, bind, fields))
+    smem_text = _substituted(la.dynamic_smem_text, bind, fields) \
+        if _names(la.dynamic_smem_text) & mentions else la.dynamic_smem_text
+    site = replace(
+        la, **_callee(ctx, reader, kernel, scope), span=ctx.tx.node_span(call),
+        config_span=None, arg_spans=(), argc=None, arg_types=(), choices=(), bindings=(),
+        sweep=False, block_parameter=False, block_template=(),
+        function=ctx.function_name(call.start_byte),
+        block=made_at_call(la.block), grid=made_at_call(la.grid),
+        dynamic_smem=None if smem_text != la.dynamic_smem_text else la.dynamic_smem,
+        dynamic_smem_text=smem_text)
+    return _at_use(ctx, reader, call, site, {}, scope)
 
 
 _MEMBER_OR_NAME = re.compile(rb"([A-Za-z_]\w*)(\s*\.\s*([A-Za-z_]\w*))?")
