@@ -1540,3 +1540,16 @@ def test_a_kernel_a_conditional_passes_to_a_launcher_is_each_branch():
         "  launch512(m > 0 ? accum<float> : m < 0 ? other : nullptr, c, x);\n}\n")
     assert [(la.callee, la.template_args, la.block.total, la.span.line) for la in sf.launches] == [
         ("accum", ("float",), 512, 7), ("other", (), 512, 7)]
+    # through a macro that writes the conditional, defined in both branches of an #if
+    sf = parse(
+        "template <typename F, typename... Args> void launch512(F kernel, int ctas, Args... args) {\n"
+        "  kernel<<<ctas, 512>>>(args...);\n}\n"
+        "template <typename T> __global__ void accum(T* x) {}\n"
+        "#if NCCL_VERSION_CODE >= NCCL_VERSION(2,28,0)\n"
+        "#define SPECIALIZE_KERNEL(kernel, type, op) \\\n"
+        "  ( op != 0 ? nullptr : type == 1 ? kernel<int8_t> : type == 2 ? kernel<float> : \\\n"
+        "    nullptr )\n#else\n#define SPECIALIZE_KERNEL(kernel, type, op) nullptr\n#endif\n"
+        "void run(float* x, int type, int op, int c) {\n"
+        "  launch512(SPECIALIZE_KERNEL(accum, type, op), c, x);\n}\n")
+    assert [(la.callee, la.template_args, la.block.total) for la in sf.launches] == [
+        ("accum", ("int8_t",), 512), ("accum", ("float",), 512)]

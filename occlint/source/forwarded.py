@@ -42,9 +42,9 @@ def forwarded(ctx: Context, reader: LaunchReader, launches: list, kernels: set[s
 def _callee(ctx: Context, reader: LaunchReader, node, scope) -> dict:
     """The launch's kernel, template arguments as written and their values, from the kernel
     reference a call passes (as a chevron launch reads its callee)."""
-    name, targs = callee_parts(node)
-    return {"callee": name, "template_args": tuple(" ".join(ctx.tx.node_text(a).split())
-                                                   for a in targs),
+    name, targs = callee_parts(node)      # (the node may be a macro body's: its own text)
+    return {"callee": name, "template_args": tuple(" ".join(a.text.decode(
+                "utf-8", "replace").split()) for a in targs),
             "template_values": reader.template_values(targs, scope)}
 
 
@@ -216,7 +216,7 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
         if index >= len(args) or (len(args) > len(names) and b"..." not in names):
             continue                    # (another overload's call)
         scope = ctx.scope_of(call.start_byte)
-        for kernel in _chosen(args[index]):     # (each kernel a `c ? k1 : k2` may pass)
+        for kernel in _chosen(ctx, args[index]):    # (each kernel `c ? k1 : k2` may pass)
             kernel = unwrap_kernel_ref(reader.kernel_ref(unwrap_kernel_ref(kernel), call))
             if kernel is None or kernel.type not in _KERNEL_ARGS or (
                     kernel.type == "identifier" and scope is not None and
@@ -226,16 +226,56 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
     return out or None
 
 
-def _chosen(node) -> list:
-    """The kernels an argument passes: itself, or each branch of `c ? k1 : k2` (nccl-tests'
-    `SPECIALIZE_KERNEL`: `op == sum ? k<sum> : ... : nullptr`), a null left out."""
-    node = unwrap_kernel_ref(node)
-    if node is not None and node.type == "conditional_expression":
+def _chosen(ctx: Context, node, depth: int = 0) -> list:
+    """The kernels an argument passes: itself, or each branch of `c ? k1 : k2`, a null left
+    out; a function-like macro of the file's is expanded first (nccl-tests'
+    `SPECIALIZE_KERNEL(kernel, type, op)`: `op != ncclSum ? nullptr : type == ncclInt8 ?
+    kernel<int8_t> : ... : nullptr`)."""
+    from occlint.source.macros import _bind, _bound, _pasted
+
+    node = unwrap_kernel_ref(node) or node      # (a macro's call is no cast: kept)
+    if node is not None and node.type == "parenthesized_expression" and \
+            node.named_child_count == 1:
+        node = node.named_children[0]
+    if node is not None and node.type == "conditional_expression" and depth < 16:
         return [k for part in ("consequence", "alternative")
-                for k in _chosen(node.child_by_field_name(part))]
+                for k in _chosen(ctx, node.child_by_field_name(part), depth + 1)]
+    if node is not None and node.type == "call_expression" and depth < 16:
+        fn = node.child_by_field_name("function")
+        defs = ctx.env.fmacros.get(fn.text) if fn is not None and fn.type == "identifier" \
+            else None
+        if defs:        # (each live definition: nccl-tests' `#if NCCL_VERSION_CODE >= ...`
+            args = [a.text for a in _args(node.child_by_field_name("arguments"))]  # one's
+            out = []                                      # a ternary, the other's `nullptr`)
+            for params, body in defs:
+                if len(args) == len(params):
+                    text = _pasted(_bound(body.replace(b"\\\n", b" "), _bind(params, args)))
+                    expr = ctx.env.snippet(text)[1]
+                    out += _chosen(ctx, expr, depth + 4) if expr is not None else \
+                        _named_in(ctx, text, args)
+            return out
     if node is None or node.type in ("null", "nullptr") or node.text in (b"0", b"NULL"):
         return []
     return [node]
+
+
+_TEMPLATE_ARGS = rb"\s*<((?:[^<>;]|<[^<>;]*>)*)>"
+
+
+def _named_in(ctx: Context, text: bytes, args: list[bytes]) -> list:
+    """The kernel references (`k<int8_t>`) a macro's expansion writes with one of its
+    arguments, when the expansion does not parse as one expression (`c ? k<int8_t> : ...`
+    reads as comparisons): each read as the function of a call of its own."""
+    out = []
+    for name in {a.strip() for a in args if re.fullmatch(rb"[A-Za-z_][\w:]*", a.strip())}:
+        for m in re.finditer(rb"(?<![\w:])" + re.escape(name) + rb"(?:" + _TEMPLATE_ARGS +
+                             rb")?(?![\w(])", text):
+            expr = ctx.env.snippet(m.group(0) + b"(0)")[1]
+            fn = expr.child_by_field_name("function") if expr is not None and \
+                expr.type == "call_expression" else None
+            if fn is not None:
+                out.append(fn)
+    return out
 
 
 def _site(ctx: Context, reader: LaunchReader, la, call, kernel, names, args, made, mentions,
