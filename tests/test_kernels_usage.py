@@ -20,6 +20,12 @@ void run(float* out) {
 """
 
 
+
+def _listed(root, *args: str, arch: str = "sm_90") -> list[dict]:
+    """The records of `occlint kernels --json --arch ARCH --no-cache ARGS...` run in `root`."""
+    return json.loads(run_main("kernels", "--json", "--arch", arch, "--no-cache", *args,
+                               cwd=root).stdout)
+
 def _ptxas_figures(nvcc, path, arch):
     import re
     import subprocess
@@ -207,8 +213,7 @@ def test_kernels_gives_each_launch_its_own_units_figures(tmp_path, nvcc_path):
     assert launch["c.cu"]["occupancy"]["sm_90"]["registers"] == regs["d.cu"]
     assert not launch["m.cu"].get("occupancy")
     assert launch["m.cu"]["no_occupancy"].startswith("nvcc failed on this file")
-    alone = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "m.cu",
-                                cwd=tmp_path).stdout)
+    alone = _listed(tmp_path, "m.cu")
     assert next(x for x in alone if x["kind"] == "launch")["no_occupancy"].startswith(
         "nvcc failed on this file")
 
@@ -248,8 +253,7 @@ def test_kernels_matches_a_launch_to_its_instantiation_of_a_header_kernel(tmp_pa
     (tmp_path / "run.cu").write_text(HEADER_RUNNER)
     figures = {smem: regs for regs, smem in _ptxas_figures(nvcc_path, tmp_path / "run.cu", "sm_90")}
     assert set(figures) == {4096, 2048}
-    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "run.cu",
-                               cwd=tmp_path).stdout)
+    recs = _listed(tmp_path, "run.cu")
     got = [(r["block"], r["occupancy"]["sm_90"]["static_smem"], r["occupancy"]["sm_90"]["registers"])
            for r in recs if r["kind"] == "launch"]
     assert got == [(128, 4096, figures[4096]), (64, 2048, figures[2048])]
@@ -291,8 +295,7 @@ def test_a_header_whose_includers_all_failed_says_so(tmp_path, nvcc_path):
         "struct Fill { float* p; __device__ void operator()(int i) const { p[i] = 1.f; } };\n"
         "void run(float* p, int n) { launch_n(n, Fill{p}); }\n")
     for args in (("helpers.cuh", "user.cu"), ("helpers.cuh",)):
-        recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", *args,
-                                   cwd=tmp_path).stdout)
+        recs = _listed(tmp_path, *args)
         launch = next(r for r in recs if r["kind"] == "launch" and r["path"] == "helpers.cuh")
         assert launch["no_occupancy"].startswith(
             "nvcc failed on `user.cu`, which includes this file (its warning above says why)"), args
@@ -308,8 +311,7 @@ def test_kernels_gives_a_launch_of_several_instantiations_the_lowest(tmp_path, n
         "template <class T> void run(const T* a, T* s) { dot<<<64, 1024>>>(a, s); }\n"
         "template void run<float>(const float*, float*);\n"
         "template void run<double>(const double*, double*);\n")
-    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "d.cu",
-                               cwd=tmp_path).stdout)
+    recs = _listed(tmp_path, "d.cu")
     (launch,) = [r for r in recs if r["kind"] == "launch"]
     o = launch["occupancy"]["sm_90"]
     assert o["instantiations"] == 2 and o["occupancy"] == 1.0
@@ -447,8 +449,7 @@ def test_driver_api_launches_of_a_host_source_take_their_folders_kernel(tmp_path
         "a[threadIdx.x] = n;", "__shared__ float s[8192]; s[threadIdx.x] = n; a[0] = s[n];"))
     (tmp_path / "jit" / "jit.cpp").write_text(DRIVER_HOST)      # no kernel of its own folder
     (tmp_path / "jit" / "plain.cpp").write_text("int main() { return 0; }\n")
-    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", ".",
-                               cwd=tmp_path).stdout)
+    recs = _listed(tmp_path, ".")
     assert sorted({r["path"] for r in recs}) == [
         "drv/vectorAddDrv.cpp", "drv/vectorAdd_kernel.cu", "jit/jit.cpp",
         "other/vectorAdd_kernel.cu"]
@@ -477,8 +478,7 @@ def test_a_launch_of_a_template_no_unit_instantiates_says_so(tmp_path, nvcc_path
         "  block_reduce0<T><<<(n + 127) / 128, 128>>>(in, out);\n}\n"
         "__global__ void used(float* out) { out[threadIdx.x] = 1.f; }\n"
         "void run(float* out) { used<<<1, 128>>>(out); }\n")
-    recs = json.loads(run_main("kernels", "--json", "--arch", "sm_90", "--no-cache", "k.cu",
-                               cwd=tmp_path).stdout)
+    recs = _listed(tmp_path, "k.cu")
     launch = {r["name"]: r for r in recs if r["kind"] == "launch"}
     assert launch["block_reduce0"]["no_occupancy"] == (
         "`block_reduce0` is a template that no compiled unit instantiates (the launch is in "

@@ -31,24 +31,13 @@ _ENTRY_IN_MSG = re.compile(r"(?:Entry|entry) function '([^']+)'")
 def parse_usage(text: str, arch: str | None = None, unit: str = "") -> list[Usage]:
     """Usage for every entry function in a `ptxas -v` report, in report order."""
     entries: dict[tuple[str, str], dict] = {}
-    frames: dict[str, tuple[int, int, int]] = {}
+    frames = function_frames(text)
     current: dict | None = None       # the entry whose "Used ..." line comes next
-    pending_props: str | None = None  # name from "Function properties for X"
     for line in text.splitlines():
         m = _ENTRY.search(line)
         if m:
             current = {"mangled": m.group(1), "arch": m.group(2)}
             entries[(m.group(1), m.group(2))] = current
-            pending_props = None
-            continue
-        m = _PROPS.search(line)
-        if m:
-            pending_props = m.group(1)
-            continue
-        m = _FRAME.search(line)
-        if m and pending_props is not None:
-            frames[pending_props] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
-            pending_props = None
             continue
         m = _USED.search(line)
         if m and current is not None and "registers" not in current:
