@@ -665,3 +665,22 @@ def test_a_cu_file_a_host_cpp_file_includes_is_still_a_unit(tmp_path):
     assert {os.path.basename(k): [os.path.basename(u) for u in v] for k, v in found.items()} == \
         {"frag.cu": ["main.cu"]}
 
+
+
+def test_an_undefined_identifier_a_header_defines_under_a_condition_names_it(tmp_path):
+    # darknet without -DGPU: 72 x "identifier "BLOCK" is undefined", no hint that dark_cuda.h
+    # defines it under `#ifdef GPU`, which its build always passes
+    from occlint.toolchain.libraries import explain_undefined
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "dark_cuda.h").write_text(
+        "#ifndef DARK_CUDA_H\n#define DARK_CUDA_H\n#ifdef GPU\n#define BLOCK 512\n#endif\n"
+        "#if defined(USE_X) && X > 2\n#define WIDTH 4\n#else\n#define HEIGHT 8\n#endif\n#endif\n")
+    msg = 'k.cu(2): error: identifier "{}" is undefined'
+    assert explain_undefined(msg.format("BLOCK"), str(tmp_path)).endswith(
+        "(`BLOCK` is defined in src/dark_cuda.h:4 under `#ifdef GPU`, which this compile does "
+        "not meet: the build may define it; see `defines`)")
+    assert "under `#if defined(USE_X) && X > 2`" in explain_undefined(msg.format("WIDTH"),
+                                                                      str(tmp_path))
+    for name in ("HEIGHT", "DARK_CUDA_H", "absent"):      # an #else's, a guard's, none
+        assert explain_undefined(msg.format(name), str(tmp_path)) == msg.format(name)

@@ -632,7 +632,7 @@ def _explained(err: CompileError, major: int | None, add: str | None = None,
     from occlint.toolchain.libraries import explain_missing, explain_removed, explain_undefined
 
     message = explain_undefined(explain_removed(explain_missing(err.message, major, add, root,
-                                                                database)))
+                                                                database)), root)
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 

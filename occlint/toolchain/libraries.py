@@ -226,17 +226,76 @@ _DECLARED_BY: list[tuple[re.Pattern, str, str]] = [(re.compile(p), lib, h) for p
 _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 
 
-def explain_undefined(message: str) -> str:
+def explain_undefined(message: str, root: str | None = None) -> str:
     """An undefined identifier of a CUDA library (or MPI) names the header that declares it:
-    the build may include it under a `-D` occlint was not given (ParRes' PRK_USE_CUBLAS)."""
+    the build may include it under a `-D` occlint was not given (ParRes' PRK_USE_CUBLAS). One a
+    project header `#define`s inside a conditional names the header and the condition
+    (darknet's `BLOCK`, under `#ifdef GPU` in dark_cuda.h, which its build always defines)."""
     m = _UNDEFINED.search(message)
-    if m is None or "declared by" in message:
+    if m is None or "declared by" in message or "is defined in" in message:
         return message
     for pattern, lib, header in _DECLARED_BY:
         if pattern.match(m.group(1)):
             return (f"{message} (declared by {lib}'s {header}, which this compile did not "
                     "include: the build may include it under a -D; see `nvcc-flags`)")
+    guarded = _guarded_defines(root).get(m.group(1).encode()) if root else None
+    if guarded:
+        where, line, condition = guarded
+        return (f"{message} (`{m.group(1)}` is defined in {where}:{line} under `#"
+                f"{condition}`, which this compile does not meet: the build may define it; "
+                "see `defines`)")
     return message
+
+
+_GUARDED: dict[str, dict[bytes, tuple[str, int, str]]] = {}
+_CONDITION = re.compile(rb"\s*(\w+)\s*(.*)")
+
+
+def _guarded_defines(root: str) -> dict[bytes, tuple[str, int, str]]:
+    """Macro name -> (header relative to `root`, line, its innermost condition: `ifdef GPU`)
+    for the `#define`s of the project's headers that sit inside a conditional; the headers
+    read once per process and root (the tree walked as discovery walks it), at most 4000."""
+    got = _GUARDED.get(root)
+    if got is not None:
+        return got
+    from occlint.discover import HEADER_SUFFIXES, SKIP_DIRS
+    from occlint.files import read_regular
+    from occlint.source.preproc import _directives
+
+    got = _GUARDED[root] = {}
+    count = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        for n in sorted(names):
+            if not n.endswith(HEADER_SUFFIXES) or count >= 4000:
+                continue
+            count += 1
+            path = os.path.join(folder, n)
+            try:
+                data = read_regular(path)[:1 << 20]
+            except OSError:
+                continue
+            if b"#" not in data:
+                continue
+            stack: list[str] = []
+            for start, _end, word, rest in _directives(data):
+                if word in (b"if", b"ifdef", b"ifndef"):
+                    stack.append((word + b" " + b" ".join(rest.split())).decode(
+                        "utf-8", "replace")[:80])
+                elif word in (b"elif", b"else") and stack:
+                    stack[-1] = "not " + stack[-1] if word == b"else" else \
+                        ("elif " + " ".join(rest.decode("utf-8", "replace").split()))[:80]
+                elif word == b"endif" and stack:
+                    stack.pop()
+                elif word == b"define" and stack:
+                    m = _CONDITION.match(rest)
+                    inner = stack[-1]
+                    if m and not inner.startswith(("ifndef", "not ")) and \
+                            not inner.endswith("_H") and not inner.endswith("_H_"):
+                        got.setdefault(m.group(1), (
+                            os.path.relpath(path, root).replace(os.sep, "/"),
+                            data.count(b"\n", 0, start) + 1, inner))
+    return got
 
 
 def explain_removed(message: str) -> str:
