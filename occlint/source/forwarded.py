@@ -9,7 +9,12 @@ text is the function's, shared by every call. A call that passes one of its own 
 A launcher object's `operator()` (xgboost's `dh::LaunchKernel{grid, block}(kernel, ...)`, or
 `LaunchKernel launch{grid, block}; launch(kernel, ...)`) is called where the file constructs
 its class: the members its launch reads (`blocks_`) are what the chosen constructor's
-initializer list makes of the construction's arguments (`blocks_{b, 1, 1}`: `dim3(b, 1, 1)`)."""
+initializer list makes of the construction's arguments (`blocks_{b, 1, 1}`: `dim3(b, 1, 1)`).
+Likewise a launch-parameters object the caller constructs (ggml's `launch_params.block_dims`),
+a lambda of the caller (gsplat's `auto launch = [&](auto kernel_fn) {...}`), each kernel a
+conditional passes, or a macro that writes one (nccl-tests' `SPECIALIZE_KERNEL`), and a
+project header's launcher at the file's calls (`_from_headers`; `launchers` names them for
+the word filters of discovery and listing)."""
 
 from __future__ import annotations
 
@@ -60,11 +65,11 @@ _CHEVRON_CALLEE = re.compile(rb"\b([A-Za-z_]\w*)\s*<<<")
 def _from_headers(ctx: Context, reader: LaunchReader) -> list:
     """The launches of the project headers `ctx` includes whose kernel is a parameter of their
     function (or launcher class), at the file's calls (constructions) of it."""
-    from occlint.source.context import MAX_CONSTANT_HEADERS
+    from occlint.source.context import MAX_LOOKUP_HEADERS
     from occlint.source.preproc import read_header
 
     out = []
-    for path in ctx.pp.headers[:MAX_CONSTANT_HEADERS]:
+    for path in ctx.pp.headers[:MAX_LOOKUP_HEADERS]:    # (a text test each: `<<<` first)
         data = read_header(path)
         if not data or b"<<<" not in data:
             continue
