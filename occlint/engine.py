@@ -197,13 +197,10 @@ def borrowed_usage(path: str, text: str | bytes, own: Sequence[Usage], report,
     # a name several units have, one of them in the file's own folder (cuda-samples'
     # vectorAddDrv.cpp loads VecAdd_kernel from its folder's vectorAdd_kernel.cu; two other
     # samples have one): that unit's
-    folder = os.path.dirname(os.path.realpath(path))
-    beside = [unit for unit in report.usages if os.path.dirname(os.path.realpath(unit)) == folder]
-    for name in sorted(named - unique.keys()):
-        units = [unit for unit in beside
-                 if any(u.kernel.split("::")[-1] == name for u in report.usages[unit])]
-        if len(units) == 1:
-            out += [u for u in report.usages[units[0]] if u.kernel.split("::")[-1] == name]
+    beside = report.kernels_by_folder.get(os.path.dirname(os.path.realpath(path)), {})
+    for name in sorted((named & beside.keys()) - unique.keys()):
+        if len(beside[name]) == 1:
+            out += [u for u in report.usages[beside[name][0]] if u.kernel.split("::")[-1] == name]
     return out
 
 

@@ -104,26 +104,60 @@ def _home(path: str, data: bytes) -> Context | None:
     return _HOMES[key]
 
 
+_FUNCTION_HEAD = re.compile(
+    rb"\b([A-Za-z_]\w*)\s*(?:\(\s*\))?\s*\(((?:[^;{}()]|\([^;{}()]*\))*)\)\s*"
+    rb"(?:const\s*)?(?:noexcept\s*)?(?:->[^;{}]*)?\{")
+_CLASS_HEAD = re.compile(rb"\b(?:class|struct)\s+([A-Za-z_]\w*)[^;{}()]*\{")
+
+
 def launchers(path: str, data: bytes) -> set[bytes]:
     """The names of the functions (and launcher classes) header `path` defines that launch a
     kernel their caller passes (tiny-cuda-nn's `linear_kernel(kernel, shmem, stream, n,
-    args...)`): a file that calls one holds launches its own words do not show."""
+    args...)`): a file that calls one holds launches its own words do not show. Read from
+    the text (discovery and the listing's word filter ask it of every header with `<<<`):
+    a function head whose parameters name a `<<<` callee its body launches."""
     if not data or b"<<<" not in data:
         return set()
-    home = _home(path, data)
+    key = (path, hash(data))
+    got = _LAUNCHERS.get(key)
+    if got is None:
+        if len(_LAUNCHERS) > 4096:
+            _LAUNCHERS.clear()
+        got = _LAUNCHERS[key] = frozenset(_launchers(data))
+    return set(got)
+
+
+_LAUNCHERS: dict[tuple[str, int], frozenset] = {}     # (path, hash) -> names, per process
+
+
+def _launchers(data: bytes) -> set[bytes]:
+    from occlint.source.kernels import _matching_brace
+
+    names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
+    if not names or not re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
+                                  rb")\s*[,)]", data):
+        return set()                # (most headers launch kernels by name: no parameter)
+    code = data                     # (raw: a brace in a comment is rare, and costs a name)
+    callees = {m.group(1): m.start() for m in _CHEVRON_CALLEE.finditer(code)}
     out: set[bytes] = set()
-    for la in _parameter_launches(home) if home is not None else ():
-        fn = home.function_at(home.tx.byte_offset(la.span.start))
-        decl = function_declarator(fn) if fn is not None else None
-        inner = decl.child_by_field_name("declarator") if decl is not None else None
-        if inner is not None and inner.type == "operator_name":
-            cls = next((p for p in reversed(ancestors(home.tree.root_node, fn))
-                        if p.type in ("class_specifier", "struct_specifier")), None)
-            inner = cls.child_by_field_name("name") if cls is not None else None
-        name = declarator_name(inner) if inner is not None and inner.type != "type_identifier" \
-            else inner
-        if name is not None:
-            out.add(name.text.split(b"::")[-1])
+    for m in _FUNCTION_HEAD.finditer(code):
+        params = m.group(2)
+        named = [n for n in callees if n in params and re.search(
+            rb"[\w*&)>.]\s*\(?\s*\*?\s*" + re.escape(n) + rb"\s*(?:\)|,|=|$)", params.strip())]
+        if not named:
+            continue
+        close = _matching_brace(code, m.end() - 1)
+        if close is None or not any(re.search(rb"\b" + re.escape(n) + rb"\s*<<<",
+                                              code[m.end():close]) for n in named):
+            continue
+        name = m.group(1)
+        if name == b"operator":             # `operator()(K kernel, ...)`: its class's name
+            cls = None
+            for c in _CLASS_HEAD.finditer(code, 0, m.start()):
+                cls = c
+            name = cls.group(1) if cls is not None else None
+        if name is not None and name not in (b"if", b"for", b"while", b"switch", b"return"):
+            out.add(name)
     return out
 
 

@@ -68,6 +68,17 @@ class UsageReport:
         return {n: figures[n] for n, us in units.items() if len(us) == 1}
 
     @functools.cached_property
+    def kernels_by_folder(self) -> dict[str, dict[str, list[str]]]:
+        """A unit's folder (real path) -> kernel name (last `::` part) -> the units of that
+        folder that have it (`engine.borrowed_usage`)."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for unit, usages in self.usages.items():
+            here = out.setdefault(os.path.dirname(os.path.realpath(unit)), {})
+            for name in dict.fromkeys(u.kernel.split("::")[-1] for u in usages):
+                here.setdefault(name, []).append(unit)
+        return out
+
+    @functools.cached_property
     def failed_paths(self) -> frozenset[str]:
         """Real paths of the units whose compile failed and of the files their errors name."""
         return frozenset(os.path.realpath(p) for e in self.errors for p in (e.unit, e.path) if p)

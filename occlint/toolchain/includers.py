@@ -231,13 +231,11 @@ def includes_another(unit: str, header: str) -> bool:
     the unit (where a quoted include is looked for first), to another file? flash-attention's
     `hopper/flash_prepare_scheduler.cu` includes `hopper/flash.h`, not `src/flash.h`."""
     name = os.path.basename(header)
-    target = os.path.realpath(header)
-    here = os.path.dirname(os.path.abspath(unit))
-    named = [n.decode("utf-8", "replace") for n in quoted_includes(
-        _text(unit).encode("utf-8", "surrogateescape")) if os.path.basename(n.decode(
-            "utf-8", "replace")) == name]
+    named = [n for n in _quoted_of(unit) if os.path.basename(n) == name]
     if not named:
         return False                # an angle-bracket include: the include path decides
+    target = os.path.realpath(header)
+    here = os.path.dirname(os.path.abspath(unit))
     for n in named:
         beside = os.path.join(here, n)
         if not os.path.isfile(beside) or os.path.realpath(beside) == target:
@@ -257,11 +255,22 @@ def _by_name(units: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 _TEXTS: dict[str, str] = {}
+_QUOTED: dict[str, tuple[str, ...]] = {}
+
+
+def _quoted_of(unit: str) -> tuple[str, ...]:
+    """The names of a unit's `#include "..."` lines, read once per process."""
+    got = _QUOTED.get(unit)
+    if got is None:
+        got = _QUOTED[unit] = tuple(n.decode("utf-8", "replace") for n in quoted_includes(
+            _text(unit).encode("utf-8", "surrogateescape")))
+    return got
 
 
 def forget() -> None:
     """Forget unit texts read by an earlier run (the language server lives long)."""
     _TEXTS.clear()
+    _QUOTED.clear()
     _by_name.cache_clear()
     _listing.cache_clear()
     _FOLDER_INCLUDES.clear()
