@@ -437,8 +437,8 @@ def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: Lint
     `texts`: the CUDA files' path -> text, parsed while the last compiles run."""
     if not cuda:
         return None
-    from occlint.toolchain import collect_usage
     from occlint.python import build_entries
+    from occlint.toolchain import collect_usage
     extra = build_entries(config.root, cuda, python)
     report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=extra,
                            meanwhile=lambda read: _load_the_linter(texts or {}, read))
