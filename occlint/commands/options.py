@@ -9,9 +9,8 @@ options in order, then the flags, as in ruff.
 
 from __future__ import annotations
 
-import os
-
 import argparse
+import os
 
 
 def csv(text: str) -> list[str]:
