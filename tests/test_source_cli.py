@@ -457,3 +457,14 @@ def test_a_file_that_only_calls_a_headers_launcher_is_read(tmp_path):
         recs = json.loads(run_main("kernels", "--no-compile", "--json", name, cwd=tmp_path).stdout)
         assert [(x["name"], x["block"], x["dynamic_smem"]) for x in recs
                 if x["kind"] == "launch"] == [("act", 128, 0)], name
+
+
+def test_kernels_with_no_path_lists_the_project_root_as_check_does(tmp_path):
+    # tiny-cuda-nn's triage: `occlint kernels` required a path while `check` defaults to the root
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.cu").write_text("__global__ void a(int* p) {}\n")
+    (tmp_path / "sub" / "b.cu").write_text("__global__ void b(int* p) {}\n")
+    r = run_main("kernels", "--no-compile", "--json", cwd=tmp_path / "sub")
+    assert r.returncode == 0, r.stderr
+    assert sorted(x["path"] for x in json.loads(r.stdout)) == ["../a.cu", "../sub/b.cu"]
