@@ -78,10 +78,11 @@ def find_config_file(start: str | os.PathLike | None = None) -> Path | None:
     return None
 
 
-def project_root(start: str | os.PathLike | None = None) -> Path:
-    """Where the closest config file lives, else the closest folder with .git, else the
-    current folder when `start` is inside it (a tree with no .git, as ruff: paths and hints
-    read from where occlint was run, whatever the order of the arguments), else `start`."""
+def project_root(start: str | os.PathLike | None = None, from_cwd: bool = False) -> Path:
+    """Where the closest config file lives, else the closest folder with .git, else, with
+    `from_cwd` (the command line's), the current folder when `start` is inside it (a tree with
+    no .git, as ruff: paths and hints read from where occlint was run, whatever the order of
+    the arguments), else `start`. (The language server's current folder may be `/`.)"""
     found = find_config_file(start)
     if found:
         return found.parent
@@ -91,12 +92,15 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
             return folder
+    if not from_cwd:
+        return here
     cwd = Path.cwd().resolve()
-    return cwd if here == cwd or cwd in here.parents else here
+    return cwd if cwd.parent != cwd and (here == cwd or cwd in here.parents) else here
 
 
 def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None,
-                overrides: dict | None = None, extend: dict | None = None) -> Config:
+                overrides: dict | None = None, extend: dict | None = None,
+                from_cwd: bool = False) -> Config:
     """Read `path` (or the closest config file from `start`), then apply `overrides`, then append
     `extend` (list keys: `extend-select`, `ignore` from the command line add to the file's).
 
@@ -114,7 +118,7 @@ def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLi
         values = _load_chain(file.resolve(), ())
         root = file.resolve().parent
     else:
-        root = project_root(start)
+        root = project_root(start, from_cwd)
     for key, value in (overrides or {}).items():
         values[_check_key(key, "the command line")] = _check_value(key, value, "the command line", Path.cwd())
     for key, value in (extend or {}).items():

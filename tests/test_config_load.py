@@ -116,12 +116,16 @@ def test_with_no_config_and_no_git_the_root_is_where_occlint_runs(tmp_path, monk
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     monkeypatch.chdir(tmp_path)
-    assert project_root("a/x.cu") == tmp_path.resolve()
-    assert project_root("b/deep") == tmp_path.resolve()
+    assert project_root("a/x.cu", from_cwd=True) == tmp_path.resolve()
+    assert project_root("b/deep", from_cwd=True) == tmp_path.resolve()
+    # (the language server's: its current folder may be `/`; the file's folder, as before)
+    assert project_root("a/x.cu") == (tmp_path / "a").resolve()
+    monkeypatch.chdir("/")
+    assert project_root(str(tmp_path / "a" / "x.cu"), from_cwd=True) == (tmp_path / "a").resolve()
     monkeypatch.chdir(outside)
-    assert project_root(str(tmp_path / "a" / "x.cu")) == (tmp_path / "a").resolve()
+    assert project_root(str(tmp_path / "a" / "x.cu"), from_cwd=True) == (tmp_path / "a").resolve()
     (tmp_path / ".git").mkdir()
-    assert project_root(str(tmp_path / "a" / "x.cu")) == tmp_path.resolve()
+    assert project_root(str(tmp_path / "a" / "x.cu"), from_cwd=True) == tmp_path.resolve()
 
 
 def test_the_missing_header_hint_does_not_depend_on_the_order_of_the_files(tmp_path, nvcc_path):

@@ -84,7 +84,8 @@ def load(args):
     paths = [p for p in getattr(args, "paths", None) or () if p != "-"]
     stdin_name = getattr(args, "stdin_filename", None)
     start = paths[0] if paths else stdin_name
-    config = load_config(config_file, start=start, overrides=overrides, extend=extend)
+    config = load_config(config_file, start=start, overrides=overrides, extend=extend,
+                         from_cwd=True)
     args.settings_file = config_file        # (--show-settings names the file given)
     if config_file is not None and getattr(args, "lints_paths", False) and not args.paths:
         # `--config FILE` and no path: the working directory, as ruff, not FILE's folder (a
