@@ -871,3 +871,21 @@ def test_setup_py_flags_hold_when_the_config_is_elsewhere_and_doctor_prints_them
     compile_row = next(line for line in r.stdout.splitlines() if line.startswith("compile sm_90"))
     assert "-DFROM_SETUP=1" in compile_row and f"-I{proj}/third_party/" in compile_row
     assert "--expt-relaxed-constexpr" in compile_row
+
+
+def test_setup_py_is_looked_for_within_the_root_or_the_files_repository(tmp_path):
+    # the walk up from a file stops at the root or the folder with .git; a file outside the
+    # root in no repository takes only its own folder's (never a stray setup.py higher up)
+    from occlint.python import setups
+
+    (tmp_path / "setup.py").write_text("")                   # above everything: not the project's
+    root, repo, loose = tmp_path / "root", tmp_path / "repo", tmp_path / "loose" / "deep"
+    for d in (root / "pkg", repo / ".git", repo / "src", loose):
+        d.mkdir(parents=True)
+    (repo / "setup.py").write_text("")
+    (root / "pkg" / "setup.py").write_text("")
+    got = setups(str(root), [str(root / "pkg" / "k.cu"), str(repo / "src" / "a.cu"),
+                             str(loose / "b.cu")])
+    assert sorted(got) == sorted(os.path.realpath(p) for p in (root / "pkg" / "setup.py",
+                                                                repo / "setup.py"))
+    assert setups(str(root), [str(tmp_path / "c.cu")]) == [os.path.realpath(tmp_path / "setup.py")]

@@ -153,19 +153,27 @@ def setups(root: str, files=()) -> list[str]:
     top = os.path.abspath(root)
     seen: set[str] = set()
     for f in files:
-        folder = os.path.dirname(os.path.abspath(f))
+        start = folder = os.path.dirname(os.path.abspath(f))
+        inside = folder == top or folder.startswith(top.rstrip(os.sep) + os.sep)
+        chain: list[str] = []       # the folders from the file's up to where the walk stops
         for _ in range(32):
             if folder in seen:
                 break
             seen.add(folder)
-            setup = os.path.join(folder, "setup.py")
-            if os.path.isfile(setup):
-                found.append(setup)
-                break
+            chain.append(folder)
             parent = os.path.dirname(folder)
             if folder == top or parent == folder or os.path.exists(os.path.join(folder, ".git")):
                 break
             folder = parent
+        else:
+            chain = chain[:1]
+        if not inside and not os.path.exists(os.path.join(chain[-1], ".git")):
+            chain = [start] if chain and chain[0] == start else []   # (no repository above a
+        for folder in chain:                                         # file outside the root:
+            setup = os.path.join(folder, "setup.py")                 # its own folder only,
+            if os.path.isfile(setup):                                # never `/setup.py`)
+                found.append(setup)
+                break
     return list(dict.fromkeys(os.path.realpath(p) for p in found))
 
 
