@@ -1553,3 +1553,14 @@ def test_a_kernel_a_conditional_passes_to_a_launcher_is_each_branch():
         "  launch512(SPECIALIZE_KERNEL(accum, type, op), c, x);\n}\n")
     assert [(la.callee, la.template_args, la.block.total) for la in sf.launches] == [
         ("accum", ("int8_t",), 512), ("accum", ("float",), 512)]
+
+
+def test_a_qualified_call_of_a_one_return_function_is_its_value():
+    """xgboost's `std::uint32_t constexpr kBlockThreads = dh::WarpThreads();` (`constexpr
+    int32_t WarpThreads() { return 32; }` in namespace dh): the block was unknown."""
+    sf = parse(
+        "namespace dh { constexpr int WarpThreads() { return 32; } }\n"
+        "__global__ void k(float* x) {}\n"
+        "void run(float* x) {\n  unsigned constexpr kBlockThreads = dh::WarpThreads();\n"
+        "  k<<<1, kBlockThreads>>>(x);\n  k<<<1, ::dh::WarpThreads() * 4>>>(x);\n}\n")
+    assert [la.block.total for la in sf.launches] == [32, 128]

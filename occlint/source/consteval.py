@@ -8,6 +8,7 @@ definitions (say in `#if`/`#else`) is unknown. Unknown is None, never a guess.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -423,8 +424,13 @@ class Env:
                 return self.value(self.snippet(body)[1], scope, inner)
             finally:
                 self._active.discard(("f", name))
-        if defs or name in bind or b"::" in name:
+        if defs or name in bind:
             return None
+        if b"::" in name:       # `dh::WarpThreads()`: the one function of that name occlint
+            last = name.rsplit(b"::", 1)[1]     # reads (xgboost's `constexpr int32_t
+            if not re.fullmatch(rb"[A-Za-z_]\w*", last) or last in self.fmacros:  # WarpThreads()
+                return None                     # { return 32; }` in device_helpers.cuh)
+            name = last
         return self._function(name, fn, args, scope, bind)
 
     def _function(self, name: bytes, fn, args, scope, bind) -> int | None:
