@@ -1564,3 +1564,15 @@ def test_a_qualified_call_of_a_one_return_function_is_its_value():
         "void run(float* x) {\n  unsigned constexpr kBlockThreads = dh::WarpThreads();\n"
         "  k<<<1, kBlockThreads>>>(x);\n  k<<<1, ::dh::WarpThreads() * 4>>>(x);\n}\n")
     assert [la.block.total for la in sf.launches] == [32, 128]
+
+
+def test_kernel_references_of_an_expansion_that_does_not_parse_are_read_from_its_text():
+    # a macro's expansion the expression grammar cannot read whole: the kernel references
+    # written with template arguments are taken from its text, bare names (`type`) are not
+    from occlint.source.context import Context
+    from occlint.source.forwarded import _named_in
+
+    ctx = Context("int x;\n", "x.cu")
+    text = b"op != 0 ? nullptr : type == 1 ? acc<int8_t> : type == 2 ? acc<Pair<int, 2>> : ; ;"
+    assert [n.text for n in _named_in(ctx, text, [b"acc", b"type", b"op"])] == [
+        b"acc<int8_t>", b"acc<Pair<int, 2>>"]

@@ -303,12 +303,13 @@ _TEMPLATE_ARGS = rb"\s*<((?:[^<>;]|<[^<>;]*>)*)>"
 
 def _named_in(ctx: Context, text: bytes, args: list[bytes]) -> list:
     """The kernel references (`k<int8_t>`) a macro's expansion writes with one of its
-    arguments, when the expansion does not parse as one expression (`c ? k<int8_t> : ...`
-    reads as comparisons): each read as the function of a call of its own."""
+    arguments and template arguments, when the expansion does not parse as one expression
+    (`c ? k<int8_t> : ...` can read as comparisons): each read as the function of a call of
+    its own (a bare name could be any argument: `type`, `op`)."""
     out = []
     for name in {a.strip() for a in args if re.fullmatch(rb"[A-Za-z_][\w:]*", a.strip())}:
-        for m in re.finditer(rb"(?<![\w:])" + re.escape(name) + rb"(?:" + _TEMPLATE_ARGS +
-                             rb")?(?![\w(])", text):
+        for m in re.finditer(rb"(?<![\w:])" + re.escape(name) + _TEMPLATE_ARGS + rb"(?![\w(])",
+                             text):
             expr = ctx.env.snippet(m.group(0) + b"(0)")[1]
             fn = expr.child_by_field_name("function") if expr is not None and \
                 expr.type == "call_expression" else None
