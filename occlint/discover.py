@@ -144,13 +144,14 @@ def excluded(path: str, config) -> bool:
     return False
 
 
-def _wanted(path: str, config=None, headers: _Headers | None = None) -> str | None:
+def _wanted(path: str, config=None, headers: _Headers | None = None,
+            hosts: bool = True) -> str | None:
     if is_cuda(path):
         return "cuda"
     if is_build_file(path):
         return "build"
-    if config is not None and path.endswith(CPP_SUFFIXES) and (is_unit(path, config) or
-                                                               driver_launches(path)):
+    if config is not None and path.endswith(CPP_SUFFIXES) and (
+            is_unit(path, config) or (hosts and driver_launches(path))):
         return "cuda"
     if config is not None and path.endswith(HEADER_SUFFIXES):
         return (headers or _Headers()).kind(path)
@@ -225,9 +226,12 @@ class _Headers:
         return data is not None and uses_macros(data, self.launch_macros, self.kernel_macros)
 
 
-def discover(paths, config, python: list[str] | None = None) -> tuple[list[str], list[str]]:
+def discover(paths, config, python: list[str] | None = None,
+             hosts: bool = True) -> tuple[list[str], list[str]]:
     """(CUDA sources, build files) under `paths` (default: the project root). With a `python`
-    list, the Python files found are appended to it (CUDA inside Python, occlint.python)."""
+    list, the Python files found are appended to it (CUDA inside Python, occlint.python).
+    `hosts=False`: C++ sources only where a database compiles them as CUDA (the units, not
+    the driver-API hosts `driver_launches` reads every C++ source for)."""
     paths = list(paths) or [config.root]
     cuda: list[str] = []
     builds: list[str] = []
@@ -267,7 +271,7 @@ def discover(paths, config, python: list[str] | None = None) -> tuple[list[str],
                 if not name.endswith(_SUFFIXES) and name not in BUILD_NAMES:
                     continue                    # no kind: not joined, stat'ed or read
                 path = os.path.join(folder, name)
-                kind = _wanted(path, config, headers) or ("python" if python is not None and
+                kind = _wanted(path, config, headers, hosts) or ("python" if python is not None and
                                                  is_python(path) and names_a_framework(path)
                                                  else None)
                 if kind == "maybe":         # decided once the walk has read every header

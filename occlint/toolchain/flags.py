@@ -73,6 +73,8 @@ def with_options_files(args: list[str], directory: str, depth: int = 0) -> list[
     folder in `includes_CUDA.rsp` (darknet: 11 of 11 units lost theirs). A file that cannot be
     read (missing, not a regular file, over 1 MiB) is left out, as before; what it holds is
     vetted with the other flags."""
+    if not any(a.startswith(("--options-file", "-optf", "@")) for a in args):
+        return args                 # (most commands have none)
     import shlex
 
     from occlint.files import read_regular

@@ -299,7 +299,8 @@ def for_headers(headers: list[str], units: list[str], config: Config, cache) -> 
     @functools.lru_cache(maxsize=1)
     def project_units() -> list[str]:
         from occlint.discover import discover, is_unit
-        return [os.path.abspath(u) for u in discover([config.root], config)[0] if is_unit(u, config)]
+        return [os.path.abspath(u) for u in discover([config.root], config, hosts=False)[0]
+                if is_unit(u, config)]
 
     for header in headers:
         target = os.path.realpath(header)
