@@ -1417,6 +1417,17 @@ def test_a_launch_through_a_function_taking_a_launch_parameters_object_reads_its
            for la in sf.launches]
     assert got == [("concat", 15, 256, "CONCAT_BLOCK_SIZE", 0),
                    ("concat", 19, 128, "block_dims", 1024)]
+    # a member the caller sets after the construction is not the constructor's
+    sf = parse(
+        "struct launch_params_t {\n  dim3 block_nums; dim3 block_dims; size_t shmem;\n"
+        "  launch_params_t(const dim3& nums_, const dim3& dims_, const size_t shmem_)\n"
+        "      : block_nums(nums_), block_dims(dims_), shmem(shmem_) {}\n};\n"
+        "template <typename Kernel> void kernel_launch(Kernel kernel, launch_params_t lp) {\n"
+        "  kernel<<<lp.block_nums, lp.block_dims, lp.shmem>>>();\n}\n"
+        "__global__ void k() {}\n"
+        "void run(int n, int t) {\n  launch_params_t p = launch_params_t(dim3(n), 256, 0);\n"
+        "  p.block_dims = dim3(t);\n  kernel_launch(k, p);\n}\n")
+    assert [(la.callee, la.block.total) for la in sf.launches] == [("k", None)]
 
 
 def test_a_dim3_parameter_is_the_one_value_every_call_passes():

@@ -388,9 +388,9 @@ def _object_fields(ctx: Context, home: Context, arg, scope) -> dict:
     for where in (home, ctx):
         body = _class_body(where, name)
         if body is not None:
-            made = _made(ctx, _constructors(body, name), _args(value), decl)
-            return made or {}
-    return {}
+            made = _made(ctx, _constructors(body, name), _args(value), decl) or {}
+            return {m: t for m, t in made.items() if m not in local.fields}  # (not one the
+    return {}                                                               # caller sets)
 
 
 def _class_body(ctx: Context, name: bytes):
