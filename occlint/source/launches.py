@@ -175,20 +175,38 @@ def _module_function(data: bytes, var: bytes, lo: int = 0, hi: int = 0) -> str |
 def _defined_beside(path: str, name: str) -> bool:
     """Does a CUDA source of `path`'s folder define kernel `name` (the module a driver-API
     launch loads is built from one: vectorAddDrv's vectorAdd_kernel.cu)? Another sample's
-    kernel of the same name elsewhere in the project is not it."""
+    kernel of the same name elsewhere in the project is not it. Answered once per process and
+    state of the folder's CUDA files (names, sizes, times: the language server lives long)."""
     import os
 
     from occlint.discover import CUDA_SUFFIXES
-    from occlint.files import read_regular
 
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(CUDA_SUFFIXES))
+        names = sorted(n for n in os.listdir(folder) if n.endswith(CUDA_SUFFIXES))[:256]
+        state = tuple((n, st.st_size, st.st_mtime_ns) for n in names
+                      for st in (os.stat(os.path.join(folder, n)),))
     except OSError:
         return False
+    key = (folder, name, state)
+    if key not in _BESIDE:
+        if len(_BESIDE) > 4096:
+            _BESIDE.clear()
+        _BESIDE[key] = _defined_in(folder, names, name)
+    return _BESIDE[key]
+
+
+_BESIDE: dict[tuple, bool] = {}
+
+
+def _defined_in(folder: str, names: list[str], name: str) -> bool:
+    import os
+
+    from occlint.files import read_regular
+
     word = re.compile(rb"__global__[^;{]*\b" + re.escape(name.rsplit("::", 1)[-1].encode()) +
                       rb"\s*\(")
-    for n in names[:256]:
+    for n in names:
         try:
             if word.search(read_regular(os.path.join(folder, n))):
                 return True
