@@ -62,6 +62,16 @@ def _maybe_forwarded(la, kernels) -> bool:
 _CHEVRON_CALLEE = re.compile(rb"\b([A-Za-z_]\w*)\s*<<<")
 
 
+def _parameter_callees(data: bytes) -> set[bytes]:
+    """The `<<<` callee names of `data` when one of them is also written as a parameter
+    (a text test: empty for the many headers that launch kernels by name only)."""
+    names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
+    if names and re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
+                           rb")\s*[,)]", data):
+        return names
+    return set()
+
+
 def _from_headers(ctx: Context, reader: LaunchReader) -> list:
     """The launches of the project headers `ctx` includes whose kernel is a parameter of their
     function (or launcher class), at the file's calls (constructions) of it."""
@@ -91,10 +101,8 @@ def _home(path: str, data: bytes) -> Context | None:
     contents (every file of a project includes its common header)."""
     key = (path, hash(data))
     if key not in _HOMES:
-        names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
         home = None
-        if names and re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
-                               rb")\s*[,)]", data):
+        if _parameter_callees(data):
             home = Context(data.decode("utf-8", "replace"), path)
             if not _parameter_launches(home):
                 home = None
@@ -133,12 +141,10 @@ _LAUNCHERS: dict[tuple[str, int], frozenset] = {}     # (path, hash) -> names, p
 def _launchers(data: bytes) -> set[bytes]:
     from occlint.source.kernels import _matching_brace
 
-    names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
-    if not names or not re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
-                                  rb")\s*[,)]", data):
+    callees = _parameter_callees(data)
+    if not callees:
         return set()                # (most headers launch kernels by name: no parameter)
     code = data                     # (raw: a brace in a comment is rare, and costs a name)
-    callees = {m.group(1): m.start() for m in _CHEVRON_CALLEE.finditer(code)}
     out: set[bytes] = set()
     for m in _FUNCTION_HEAD.finditer(code):
         params = m.group(2)
@@ -408,13 +414,6 @@ def _class_body(ctx: Context, name: bytes):
 def _names(text: str) -> set[bytes]:
     from occlint.source.macros import _NAME
     return set(_NAME.findall(text.encode("utf-8", "replace")))
-
-
-def _unknown(dims, mentions: set[bytes]):
-    """`dims` forgotten when its text names a parameter (read again at the call)."""
-    if not _names(dims.text) & mentions:
-        return dims
-    return replace(dims, x=None, y=None, z=None)
 
 
 def _args(node) -> list:
