@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from occlint.source.consteval import declarator_name
 from occlint.source.context import Context, ancestors, function_declarator, word_starts
-from occlint.source.launches import LaunchReader, callee_parts, unwrap_kernel_ref
+from occlint.source.launches import LaunchReader, _args, callee_parts, unwrap_kernel_ref
 from occlint.source.macros import _at_use, _bound
 from occlint.source.values import calls_of
 
@@ -414,10 +414,6 @@ def _class_body(ctx: Context, name: bytes):
 def _names(text: str) -> set[bytes]:
     from occlint.source.macros import _NAME
     return set(_NAME.findall(text.encode("utf-8", "replace")))
-
-
-def _args(node) -> list:
-    return [a for a in node.named_children if a.type != "comment"] if node is not None else []
 
 
 def _object_calls(ctx: Context, fn, home: Context) -> tuple[list, set[bytes]]:

@@ -766,7 +766,7 @@ class LaunchReader:
         ctx = self.ctx
         scope = ctx.scope_of(call.start_byte)
         launch = self.launch(args[0], call, None, None, args[7], args[8], kind, None,
-                             [x for x in args[1:8]])
+                             list(args[1:8]))
         if launch is None:
             return None
         tx = ctx.tx
@@ -812,8 +812,7 @@ class LaunchReader:
         return replace(launch, grid=launch.grid if grid is not None else unknown,
                        block=launch.block if block is not None else unknown,
                        dynamic_smem=launch.dynamic_smem if smem is not None else
-                       0 if aggregate and (local is None or not local.fields.get(b"dynamicSmemBytes"))
-                       else None)
+                       0 if aggregate and not local.fields.get(b"dynamicSmemBytes") else None)
 
     def _attribute(self, call, args) -> AttributeCall | None:
         ctx, tx = self.ctx, self.ctx.tx
