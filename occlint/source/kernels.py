@@ -240,13 +240,8 @@ def _system_callee(ctx: Context, body: str) -> bool:
         return False
     names = {m.group(1).encode() for m in _CALL.finditer(_COMMENTS.sub(" ", body))
              if not _NOT_A_CALLEE.fullmatch(m.group(1))}
-    for data in texts:
-        for name in names:
-            for m in re.finditer(rb"\b" + re.escape(name) + rb"\s*\([^;{}]*\)[^;{}]*\{", data):
-                close = _matching_brace(data, m.end() - 1)
-                if close is not None and _SYSTEM_BYTES.search(data, m.end(), close):
-                    return True
-    return False
+    return any(_SYSTEM_BYTES.search(data, start, end) for data in texts for name in names
+               for start, end in _bodies(data, name))
 
 
 _SYSTEM_BYTES = re.compile(_SYSTEM.pattern.encode())
@@ -257,15 +252,20 @@ def recursive(text: str, name: str) -> bool:
     (cuda-samples' interval: `newton_interval_rec`)? Its spills are the registers each
     recursive call saves: the design's, not a fault to fix."""
     base = name.rsplit("::", 1)[-1].encode()
-    if not base or base not in text.encode("utf-8", "replace"):
-        return False
     data = text.encode("utf-8", "replace")
+    if not base or base not in data:
+        return False
     call = re.compile(rb"\b" + re.escape(base) + rb"\s*(?:<[^;{}()]*>)?\s*\(")
-    for m in re.finditer(rb"\b" + re.escape(base) + rb"\s*\([^;{}]*\)[^;{}]*\{", data):
+    return any(call.search(data, start, end) for start, end in _bodies(data, base))
+
+
+def _bodies(data: bytes, name: bytes):
+    """(start, end) of the body of each function named `name` that `data` defines (read from
+    the text: `name(...) ... {` to its matching brace)."""
+    for m in re.finditer(rb"\b" + re.escape(name) + rb"\s*\([^;{}]*\)[^;{}]*\{", data):
         close = _matching_brace(data, m.end() - 1)
-        if close is not None and call.search(data, m.end(), close):
-            return True
-    return False
+        if close is not None:
+            yield m.end(), close
 
 
 def _matching_brace(data: bytes, at: int, limit: int = 1 << 16) -> int | None:
