@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from dataclasses import replace
 
 from tree_sitter import Point, Range
 
@@ -36,8 +37,6 @@ def _header_uses(ctx: Context) -> list:
     parameter as the kernel (CloverLeaf's `CUDALAUNCH(kernel, ...)`), at each use in the file:
     the body with the use's arguments put in, read on its own (names of the using function are
     unknown there; the header's and the file's macros and constants are known)."""
-    from dataclasses import replace
-
     if b"(" not in ctx.data:
         return []
     own = {n.child_by_field_name("name").text for n in ctx.caps.get("fdef", ())}
@@ -105,9 +104,6 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     file (`LAUNCH(heavy, a, b);`), at the use, with the argument for the kernel; None when the
     kernel is not a parameter. Its figures are the body's, read again at the use where the body
     leaves them unknown; its arguments are not edited (no fix: the body is shared)."""
-    from dataclasses import replace
-
-
     names = _parameter_names(node)
     if not names:
         return None
@@ -149,8 +145,6 @@ def macro_kernels(ctx: Context, heads: dict | None = None) -> list:
     function definition start -> a KernelNode, for a macro that writes a kernel's head and the
     file its body (flash-attention's), so that the body's `__shared__` arrays are the kernel's."""
     heads = {} if heads is None else heads
-    from dataclasses import replace
-
     from occlint.source.kernels import kernel_nodes, split_args, unmacroed
 
     if b"__global__" not in ctx.data and not any(
@@ -196,9 +190,6 @@ def _api_at_uses(ctx: Context, node, la, names) -> list | None:
     `#define LAUNCH_KERNEL(cfg, kernel, ...) cudaLaunchKernelEx(cfg, kernel, ...)`): one launch
     per use, of the kernel the use names, at the use (its configuration is the use's and is
     not read); None when the kernel is not a parameter."""
-    from dataclasses import replace
-
-
     if la.callee.encode() not in names:
         return None
     macro = node.child_by_field_name("name").text
@@ -356,8 +347,6 @@ def _at_use(ctx: Context, reader: LaunchReader, call, la, bind: dict, scope, loc
     """`la` with its unknown block, grid and dynamic shared memory read again where the macro
     is used (ggml's `dim3 block(32, 8);` before `LIGHTNING_INDEXER_CASE(...)`), the macro's
     parameters replaced by the use's arguments."""
-    from dataclasses import replace
-
     if la.block.total is not None and la.grid.total is not None and la.dynamic_smem is not None:
         return la           # (a use outside any function, scope None: the macro's arguments and
                             # the file's constants still give `256 / (n)`, LeetCUDA's bindings)
