@@ -182,7 +182,8 @@ def build_entries(root: str, cuda=(), python=()) -> list[dict]:
     `CUDAExtension`/`load(...)` calls give its CUDA files: what `check`, `kernels` and `doctor`
     compile them with when no database has an entry of their own. libcst only when there is
     something to read."""
-    if not python and not setups(root, cuda):
+    found = setups(root, cuda)
+    if not python and not found:
         return []
     from occlint.python.extensions import run_entries
-    return run_entries(root, python, cuda)
+    return run_entries(root, python, found=found)

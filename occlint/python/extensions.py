@@ -147,22 +147,17 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
     return entries
 
 
-def project_entries(root: str, files=()) -> list[dict]:
-    """Entries from the `setup.py` files of the run (`setups`: the files pip builds extensions
-    from)."""
-    return [e for setup in setups(root, files) for e in extension_entries(setup)]
-
-
 def expand_glob(pattern: str, root: str) -> list[str]:
     """`glob.glob(pattern)` as the build would see it from `root`, relative to `root`."""
     full = pattern if os.path.isabs(pattern) else os.path.join(root, pattern)
     return sorted(os.path.relpath(p, root) for p in glob.glob(full, recursive=True))
 
 
-def run_entries(root: str, python_files, files=()) -> list[dict]:
-    """Entries from the run's setup.py files (`setups`, for the CUDA `files`) and from every
-    `CUDAExtension`/`load(...)` in the run's Python files (those that name cpp_extension)."""
-    found = setups(root, files)
+def run_entries(root: str, python_files, files=(), found: list[str] | None = None) -> list[dict]:
+    """Entries from the run's setup.py files (`found`, else `setups` for the CUDA `files`) and
+    from every `CUDAExtension`/`load(...)` in the run's Python files (those that name
+    cpp_extension)."""
+    found = setups(root, files) if found is None else found
     out = [e for setup in found for e in extension_entries(setup)]
     seen = set(found)
     for path in python_files:
