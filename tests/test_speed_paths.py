@@ -358,3 +358,44 @@ def test_a_unit_whose_quoted_include_resolves_beside_it_to_another_file_is_no_in
     units = [str(tmp_path / d / n) for d, n in (("b", "unit.cu"), ("c", "unit.cu"), ("c", "angle.cu"))]
     assert sorted(_includers(header, units, None, config, {})) == sorted(units[1:])
     assert _includers(str(tmp_path / "b" / "flash.h"), units, None, config, {})[0] == units[0]
+
+
+def test_chevron_callees_equal_the_word_pattern():
+    """forwarded._chevron_callees reads the name before each `<<<` backwards instead of running
+    `\\b(name)\\s*<<<` over the whole text (a leading `\\b` tests every byte): same names."""
+    import random
+    import re
+
+    from occlint.source.forwarded import _chevron_callees
+
+    old = re.compile(rb"\b([A-Za-z_]\w*)\s*<<<")
+    texts = [b"k<<<1, 2>>>();", b"ns::k <<<g, b>>>(x); f\n<<<1,1>>>()", b"1k<<<1,1>>>",
+             b"a<<<<<<", b") <<<1, 2>>>", b"<<<", b"k\t\r\n <<<", b"_x9 <<<", b""]
+    rnd = random.Random(7)
+    texts += [bytes(rnd.choice(b"ab1_ <\t\n(;") for _ in range(rnd.randint(0, 16)))
+              for _ in range(20000)]
+    for t in texts:
+        assert _chevron_callees(t) == {m.group(1) for m in old.finditer(t)}, t
+
+
+def test_template_aliases_equal_the_per_name_patterns():
+    """launches._aliases reads a function's `using`, `typedef` and `constexpr` definitions once;
+    each name gets what the three per-name searches (in that order) found first."""
+    import re
+
+    from occlint.source.launches import _aliases
+
+    def old(body: bytes, w: bytes):
+        m = re.search(rb"\busing\s+" + re.escape(w) + rb"\s*=([^;]*);", body) or \
+            re.search(rb"\btypedef\b([^;]*)\b" + re.escape(w) + rb"\s*;", body) or \
+            re.search(rb"\bconstexpr\b[^;=()]*\b" + re.escape(w) + rb"\s*=([^;]*);", body)
+        return m.group(1) if m else None
+
+    body = (b"void f() { constexpr int T = kN * 2; typedef Traits<kM> T; using K = Tr<kP>;\n"
+            b"typedef struct { int a; } S; constexpr int a = 1, b = 2; if constexpr (x) {}\n"
+            b"constexpr auto smem = bytes_for<T, kQ>(); using namespace std; using K = Other;\n"
+            b"typedef int Arr[4]; constexpr int x1 = 3; typedef foo x1; }")
+    names = set(re.findall(rb"[A-Za-z_]\w*", body))
+    assert {w: _aliases(body)[w] for w in names if w in _aliases(body)} == \
+        {w: old(body, w) for w in names if old(body, w) is not None}
+    assert _aliases(body)[b"T"] == b" Traits<kM> " and _aliases(body)[b"K"] == b" Tr<kP>"

@@ -58,14 +58,34 @@ def _maybe_forwarded(la, kernels) -> bool:
         la.callee not in kernels and la.span is not None
 
 
-# a launch on a name that is also written as a parameter (`K kernel,`, `(*kernel)(int*))`)
-_CHEVRON_CALLEE = re.compile(rb"\b([A-Za-z_]\w*)\s*<<<")
+_WORD = frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_SPACE = frozenset(b" \t\n\r\f\v")
+
+
+def _chevron_callees(data: bytes) -> set[bytes]:
+    """The names written right before `<<<` (`name <<<`; a name starts with a letter or `_`):
+    each `<<<` found as bytes and the name read backwards (a pattern that starts with `\\b`
+    tests every byte of the text)."""
+    names = set()
+    at = data.find(b"<<<")
+    while at != -1:
+        end = at
+        while end > 0 and data[end - 1] in _SPACE:
+            end -= 1
+        start = end
+        while start > 0 and data[start - 1] in _WORD:
+            start -= 1
+        if start < end and not 48 <= data[start] <= 57:
+            names.add(data[start:end])
+        at = data.find(b"<<<", at + 3)
+    return names
 
 
 def _parameter_callees(data: bytes) -> set[bytes]:
     """The `<<<` callee names of `data` when one of them is also written as a parameter
-    (a text test: empty for the many headers that launch kernels by name only)."""
-    names = {m.group(1) for m in _CHEVRON_CALLEE.finditer(data)}
+    (`K kernel,`, `(*kernel)(int*))`; a text test: empty for the many headers that launch
+    kernels by name only)."""
+    names = _chevron_callees(data)
     if names and re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
                            rb")\s*[,)]", data):
         return names

@@ -235,7 +235,7 @@ def _system_callee(ctx: Context, body: str) -> bool:
         from occlint.source.preproc import read_header
         texts = ctx.__dict__["_system_texts"] = [
             t for t in (ctx.data, *(read_header(h) for h in ctx.pp.headers[:64]))
-            if t and b"sys" in t and _SYSTEM_BYTES.search(t)]
+            if t and _orders_system(t)]
     if not texts:
         return False
     names = {m.group(1).encode() for m in _CALL.finditer(_COMMENTS.sub(" ", body))
@@ -245,6 +245,18 @@ def _system_callee(ctx: Context, body: str) -> bool:
 
 
 _SYSTEM_BYTES = re.compile(_SYSTEM.pattern.encode())
+_ORDERS_SYSTEM: dict[bytes, bool] = {}      # a text -> _SYSTEM_BYTES finds it, per process
+
+
+def _orders_system(data: bytes) -> bool:
+    """`data` writes a system-scope memory order (a header every file of a project includes is
+    searched once, not once per kernel's file)."""
+    got = _ORDERS_SYSTEM.get(data)
+    if got is None:
+        if len(_ORDERS_SYSTEM) > 4096:
+            _ORDERS_SYSTEM.clear()
+        got = _ORDERS_SYSTEM[data] = b"sys" in data and _SYSTEM_BYTES.search(data) is not None
+    return got
 
 
 def recursive(text: str, name: str) -> bool:

@@ -709,13 +709,10 @@ class LaunchReader:
         if not params:
             return ()
         words = _words(block)
-        body = fn.text
+        aliases = _aliases(fn.text)
         for w in list(words):
-            alias = re.search(rb"\busing\s+" + re.escape(w) + rb"\s*=([^;]*);", body) or \
-                re.search(rb"\btypedef\b([^;]*)\b" + re.escape(w) + rb"\s*;", body) or \
-                re.search(rb"\bconstexpr\b[^;=()]*\b" + re.escape(w) + rb"\s*=([^;]*);", body)
-            if alias:           # (or `constexpr int smem = smem_bytes_for<T, MT>();`)
-                words |= set(re.findall(rb"[A-Za-z_]\w*", alias.group(1)))
+            if w in aliases:    # (or `constexpr int smem = smem_bytes_for<T, MT>();`)
+                words |= set(_IDENTIFIERS.findall(aliases[w]))
         return tuple(sorted(w.decode("utf-8", "replace") for w in words & params))
 
     def chevrons(self) -> list[Launch]:
@@ -837,3 +834,30 @@ class LaunchReader:
             template_args=tuple(" ".join(tx.node_text(a).split()) for a in targs),
             template_values=self.template_values(targs, scope),
         )
+
+
+_USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=([^;]*);")
+_TYPEDEF = re.compile(rb"\btypedef\b([^;]*)\b([A-Za-z_]\w*)\s*;")
+_CONSTEXPR = re.compile(rb"\bconstexpr\b[^;=()]*\b([A-Za-z_]\w*)\s*=([^;]*);")
+_IDENTIFIERS = re.compile(rb"[A-Za-z_]\w*")
+_ALIASES: dict[bytes, dict[bytes, bytes]] = {}      # a function's text -> its aliases
+
+
+def _aliases(body: bytes) -> dict[bytes, bytes]:
+    """name -> the text that defines it in `body`: the first `using name = TEXT;`, else the
+    first `typedef TEXT name;`, else the first `constexpr ... name = TEXT;` (each keyword's
+    pattern run once per function, not once per name)."""
+    got = _ALIASES.get(body)
+    if got is None:
+        got = {}
+        for pattern, name, text, word in ((_CONSTEXPR, 1, 2, b"constexpr"),
+                                          (_TYPEDEF, 2, 1, b"typedef"), (_USING, 1, 2, b"using")):
+            if word in body:        # the last kind written wins: `using` over the others
+                found: dict[bytes, bytes] = {}
+                for m in pattern.finditer(body):
+                    found.setdefault(m.group(name), m.group(text))
+                got.update(found)
+        if len(_ALIASES) > 4096:
+            _ALIASES.clear()
+        _ALIASES[body] = got
+    return got

@@ -151,6 +151,35 @@ def _directive_lines(data: bytes):
         yield _logical_line(data, pos, n)
 
 
+_PATHS: dict[tuple[str, str], str] = {}    # (folder, name) -> the path, per process
+
+
+def _joined(folder: str, name: str) -> str:
+    """os.path.normpath(os.path.join(folder, name)), made once per process (every unit of a
+    project tries the same `#include` names in the same folders)."""
+    key = (folder, name)
+    got = _PATHS.get(key)
+    if got is None:
+        if len(_PATHS) > 65536:
+            _PATHS.clear()
+        got = _PATHS[key] = os.path.normpath(os.path.join(folder, name))
+    return got
+
+
+def _folder_of(path: str) -> str:
+    """os.path.dirname(os.path.abspath(path)), once per process and working folder."""
+    key = (path, "" if path.startswith("/") else os.getcwd())
+    got = _FOLDERS.get(key)
+    if got is None:
+        if len(_FOLDERS) > 65536:
+            _FOLDERS.clear()
+        got = _FOLDERS[key] = os.path.dirname(os.path.abspath(path))
+    return got
+
+
+_FOLDERS: dict[tuple[str, str], str] = {}
+
+
 _DIRECTIVES: dict[bytes, list] = {}
 
 
@@ -534,10 +563,9 @@ class _State:
         if not m:
             return
         name = (m.group(1) or m.group(2)).decode("utf-8", "replace")
-        folders = ([os.path.dirname(os.path.abspath(path))] if m.group(1) else []) + \
-            list(self.view.include_dirs)
+        folders = ([_folder_of(path)] if m.group(1) else []) + list(self.view.include_dirs)
         for folder in folders:
-            full = os.path.normpath(os.path.join(folder, name))
+            full = _joined(folder, name)
             for rec in self.recording:
                 rec.tried.add(full)
             if self.stop_at is not None:
@@ -662,6 +690,8 @@ def _and(a, b):
 
 
 def _strip_comments(text: bytes) -> bytes:
+    if b"/" not in text:            # (most directives: no comment to strip)
+        return text
     return _LINE_COMMENT.sub(b"", _BLOCK_COMMENT.sub(b" ", text))
 
 

@@ -27,7 +27,15 @@ _QUALIFIERS = re.compile(r"\b(const|volatile|struct|class|typename|__restrict__)
 
 def normalize(type_text: str) -> str:
     """`const unsigned  int` -> `unsigned int`; `std::uint32_t` -> `uint32_t`."""
-    return " ".join(_QUALIFIERS.sub(" ", type_text).split())
+    got = _NORMALIZED.get(type_text)
+    if got is None:
+        if len(_NORMALIZED) > 65536:
+            _NORMALIZED.clear()
+        got = _NORMALIZED[type_text] = " ".join(_QUALIFIERS.sub(" ", type_text).split())
+    return got
+
+
+_NORMALIZED: dict[str, str] = {}      # a type's text -> normalize's answer, per process
 
 
 def compact(type_text: str) -> str:
