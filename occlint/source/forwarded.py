@@ -101,7 +101,7 @@ def _from_headers(ctx: Context, reader: LaunchReader) -> list:
     out = []
     for path in ctx.pp.headers[:MAX_LOOKUP_HEADERS]:    # (a text test each: `<<<` first)
         data = read_header(path)
-        if not data or b"<<<" not in data:
+        if not data or not _has_chevrons(data):
             continue
         home = _home(path, data)
         if home is None:
@@ -113,6 +113,17 @@ def _from_headers(ctx: Context, reader: LaunchReader) -> list:
 
 
 _HOMES: dict[tuple[str, int], Context | None] = {}
+_CHEVRONS: dict[bytes, bool] = {}       # a header's text -> it holds `<<<`, per process
+
+
+def _has_chevrons(data: bytes) -> bool:
+    """`<<<` in `data`, searched once per text (every file of a project includes its headers)."""
+    got = _CHEVRONS.get(data)
+    if got is None:
+        if len(_CHEVRONS) > 4096:
+            _CHEVRONS.clear()
+        got = _CHEVRONS[data] = b"<<<" in data
+    return got
 
 
 def _home(path: str, data: bytes) -> Context | None:

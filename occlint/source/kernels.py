@@ -336,10 +336,10 @@ def _macro_namespaces(ctx: Context) -> list[tuple[int, str | None]]:
     for name, bodies in ctx.env.macros.items():
         if len(bodies) != 1:
             continue
-        m = _OPENS.fullmatch(bodies[0])
+        m = _OPENS.fullmatch(bodies[0]) if b"namespace" in bodies[0] else None
         if m is not None:
             opens[name] = m.group(1).decode("utf-8", "replace")
-        elif _CLOSES.fullmatch(bodies[0]):
+        elif b"}" in bodies[0] and _CLOSES.fullmatch(bodies[0]):
             closes.add(name)
     if not opens:
         return []

@@ -45,14 +45,7 @@ def _header_uses(ctx: Context) -> list:
         if len(defs) != 1 or name in own:
             continue
         params, body = defs[0]
-        if not params or name not in ctx.data:
-            continue
-        at = body.find(b"<<<")
-        api = _API_LAUNCH.search(body) if at < 0 else None
-        if at < 0 and api is None:
-            continue
-        head = body[:at] if at >= 0 else body[api.end():]     # (an API call's kernel: an argument)
-        if not set(_NAME.findall(head)) & set(params):
+        if not params or not _launches_a_parameter(params, body) or name not in ctx.data:
             continue
         for start, end, args, _at in _uses(ctx, name):
             if len(args) < len([p for p in params if p != b"..."]):
@@ -70,6 +63,23 @@ def _header_uses(ctx: Context) -> list:
 
 # a launch API call in a header's macro body (NCCL's `LAUNCH_KERNEL(config, kernel, ...)`)
 _API_LAUNCH = re.compile(rb"\bcudaLaunch(?:Kernel|KernelExC?|CooperativeKernel)\s*\(")
+_LAUNCHING: dict[tuple, bool] = {}      # (params, body) -> _launches_a_parameter, per process
+
+
+def _launches_a_parameter(params: tuple, body: bytes) -> bool:
+    """Does a function-like macro's body launch (`<<<`, a cudaLaunch* call) a kernel one of its
+    parameters names? Asked of every header macro in every file: remembered."""
+    key = (params, body)
+    got = _LAUNCHING.get(key)
+    if got is None:
+        at = body.find(b"<<<")
+        api = _API_LAUNCH.search(body) if at < 0 else None
+        head = body[:at] if at >= 0 else body[api.end():] if api is not None else None
+        got = head is not None and bool(set(_NAME.findall(head)) & set(params))
+        if len(_LAUNCHING) > 65536:                 # (an API call's kernel: an argument)
+            _LAUNCHING.clear()
+        _LAUNCHING[key] = got
+    return got
 
 
 def _own_macros(ctx: Context, reader: LaunchReader) -> tuple[list, list]:
