@@ -341,6 +341,11 @@ def test_a_launch_api_call_on_a_function_pointer_parameter_says_so(tmp_path):
     assert launch_text(r) == "cudaLaunchKernelEx(kernel)"
     assert why_no_occupancy({**r, "name": "k"}, False, set()) == (
         "the block size is not a compile-time constant (its launch configuration is not read)")
+    # a failed compile is said for every launch, whatever its words (not read off the message)
+    assert why_no_occupancy({**r, "name": "k"}, False, set(), None, "the unit did not build",
+                            failed=True) == "the unit did not build"
+    assert why_no_occupancy({**r, "name": "k"}, False, set(), None, "nvcc failed on it") == (
+        "the block size is not a compile-time constant (its launch configuration is not read)")
 
 
 def test_a_block_named_nowhere_through_a_local_or_beside_a_comment_says_so(tmp_path):

@@ -140,14 +140,15 @@ NO_FIGURES = ("nvcc reported no figures for this file's kernels (defined in a fi
 def why_no_occupancy(r: dict, compiled: bool, kernels_measured: set[str],
                      bounds: dict[str, int] | None = None,
                      not_compiled: str = NOT_COMPILED, templates: set[str] | None = None,
-                     ) -> str | None:
+                     failed: bool = False) -> str | None:
     """Why a launch record has no occupancy (None when it has one). `bounds`: kernel name ->
     its `__launch_bounds__` max threads, for the kernels of the launch's file; `not_compiled`:
     what to say when nothing was compiled; `templates`: the names of the template kernels the
-    file (or a header it includes) defines."""
+    file (or a header it includes) defines; `failed`: nvcc failed on the file (or the units that
+    include it), which `not_compiled` says, the answer for every launch of it."""
     if r.get("occupancy"):
         return None
-    if not_compiled.startswith("nvcc failed on"):
+    if failed:
         return not_compiled     # no figure at any size until it compiles (the cause to fix first)
     if r["runtime_block"]:
         return ("the block size is chosen at run time by "
@@ -604,7 +605,8 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
     for r in recs:
         if r["kind"] == "launch":
             r["no_occupancy"] = pointers.get((r["line"], r["column"])) or \
-                why_no_occupancy(r, bool(mine), measured, bounds, unmeasured, templates)
+                why_no_occupancy(r, bool(mine), measured, bounds, unmeasured, templates,
+                                 failed=report is not None and unmeasured != NO_FIGURES)
             nowhere = _defined_nowhere(sf, r) \
                 if r["no_occupancy"] == NOT_CONSTANT.format(r["block_text"]) else None
             if nowhere == r["block_text"]:
