@@ -83,11 +83,9 @@ def run(args) -> int:
                  f"{paths[0] if paths else config.root} and in its build*/ folders)"))
     extensions = None
     if paths:       # setup.py's extension units, as `check` compiles them (engine.collect)
-        from occlint.python import build_entries, is_python
-        from occlint.toolchain.database import Database
-        got = build_entries(config.root, [p for p in paths if not is_python(p)],
-                            [p for p in paths if is_python(p)])
-        extensions = Database("setup.py", got) if got else None
+        from occlint.python import build_entries, entries_database, is_python
+        extensions = entries_database(build_entries(
+            config.root, [p for p in paths if not is_python(p)], [p for p in paths if is_python(p)]))
     for path in paths:
         rows += _file_rows(path, config, nvcc, libs, extensions)
     _print(rows)

@@ -187,3 +187,12 @@ def build_entries(root: str, cuda=(), python=()) -> list[dict]:
         return []
     from occlint.python.extensions import run_entries
     return run_entries(root, python, found=found)
+
+
+def entries_database(entries):
+    """`build_entries`' entries as the compilation database named `setup.py` that `check` and
+    `doctor` consult after the project's own (None when there are none)."""
+    if not entries:
+        return None
+    from occlint.toolchain.database import Database
+    return Database("setup.py", list(entries))

@@ -463,10 +463,10 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     database.forget_folders()
     includers.forget()
     _REAL.clear()
+    from occlint.python import build_entries, entries_database
     if extra_entries is None:
-        from occlint.python import build_entries
         extra_entries = build_entries(config.root, paths)
-    extensions = database.Database("setup.py", list(extra_entries)) if extra_entries else None
+    extensions = entries_database(extra_entries)
     files = expand_paths(paths)
     units = [f for f in files if is_unit(f, config) and is_regular(f)]   # never a FIFO or device
     lone_headers = [f for f in files if not is_unit(f, config) and is_regular(f)]
