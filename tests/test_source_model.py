@@ -1587,3 +1587,19 @@ def test_kernel_references_of_an_expansion_that_does_not_parse_are_read_from_its
     text = b"op != 0 ? nullptr : type == 1 ? acc<int8_t> : type == 2 ? acc<Pair<int, 2>> : ; ;"
     assert [n.text for n in _named_in(ctx, text, [b"acc", b"type", b"op"])] == [
         b"acc<int8_t>", b"acc<Pair<int, 2>>"]
+
+
+def test_declarator_name_sees_through_references_and_packs():
+    # one reading of a declarator's name: forwarded's parameter names used their own loop
+    # because this one stopped at `&b` (a reference_declarator has no `declarator` field)
+    from occlint.source.consteval import declarator_name
+    from occlint.source.grammar import parser
+
+    tree = parser().parse(b"template <class... A> void f(const dim3& b, int (*k)(int), "
+                          b"float* __restrict__ p, A&&... rest, int n = 4);")
+    decl = next(c for c in tree.root_node.children[0].children if c.type == "declaration")
+    fdecl = decl.child_by_field_name("declarator")
+    params = [p for p in fdecl.child_by_field_name("parameters").named_children]
+    names = [getattr(declarator_name(p.child_by_field_name("declarator")), "text", None)
+             for p in params]
+    assert names == [b"b", b"k", b"p", b"rest", b"n"]

@@ -45,13 +45,17 @@ def exprs(node) -> list:
 
 
 def declarator_name(node):
-    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`, `(*k)(int)`), or None."""
+    """The identifier node inside a declarator (`*p`, `a[4]`, `x = 1`, `(*k)(int)`, `&b`,
+    `... args`), or None."""
     while node is not None and node.type not in ("identifier", "field_identifier"):
-        if node.type == "parenthesized_declarator":
-            node = node.named_children[0] if node.named_child_count else None
+        if node.type in _WRAPPING:      # no `declarator` field: the declarator they wrap
+            node = node.named_children[-1] if node.named_child_count else None
         else:
             node = node.child_by_field_name("declarator")
     return node
+
+
+_WRAPPING = frozenset({"parenthesized_declarator", "reference_declarator", "variadic_declarator"})
 
 
 def qualifiers(decl) -> set[bytes]:

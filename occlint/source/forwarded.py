@@ -228,12 +228,7 @@ def _parameters(fn) -> list[bytes | None]:
 
 def _param_name(p) -> bytes | None:
     """A parameter declaration's name (`int n`, `const dim3& b`, `void (*k)(int)`), or None."""
-    d = p.child_by_field_name("declarator")
-    for _ in range(16):
-        if d is None or d.type == "identifier":
-            break
-        inner = d.child_by_field_name("declarator")
-        d = inner if inner is not None or not d.named_child_count else d.named_children[-1]
+    d = declarator_name(p.child_by_field_name("declarator"))
     return d.text if d is not None and d.type == "identifier" else None
 
 
