@@ -399,3 +399,13 @@ def test_template_aliases_equal_the_per_name_patterns():
     assert {w: _aliases(body)[w] for w in names if w in _aliases(body)} == \
         {w: old(body, w) for w in names if old(body, w) is not None}
     assert _aliases(body)[b"T"] == b" Traits<kM> " and _aliases(body)[b"K"] == b" Tr<kP>"
+
+
+def test_a_ptxas_report_is_read_for_frames_once():
+    # parse_usage and with_callee_spills both ask for a report's frames: one reading
+    from occlint.toolchain.ptxas import function_frames
+
+    report = ("ptxas info    : Function properties for _Z1fv\n"
+              "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n")
+    assert function_frames(report) == {"_Z1fv": (8, 4, 4)}
+    assert function_frames(report) is function_frames(report)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from functools import lru_cache
 
 from occlint.model import CompileError, Usage
 from occlint.toolchain.demangle import demangle, split_name
@@ -64,9 +65,11 @@ def parse_usage(text: str, arch: str | None = None, unit: str = "") -> list[Usag
     return out
 
 
+@lru_cache(maxsize=16)
 def function_frames(text: str) -> dict[str, tuple[int, int, int]]:
     """(stack frame, spill stores, spill loads) of every function a `ptxas -v` report gives
-    "Function properties" for, entry or not, by mangled name."""
+    "Function properties" for, entry or not, by mangled name (read once per report: its usage
+    and its callees' spills both ask; the dict is only read)."""
     frames: dict[str, tuple[int, int, int]] = {}
     pending: str | None = None
     for line in text.splitlines():
