@@ -409,3 +409,21 @@ def test_a_ptxas_report_is_read_for_frames_once():
               "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n")
     assert function_frames(report) == {"_Z1fv": (8, 4, 4)}
     assert function_frames(report) is function_frames(report)
+
+
+def test_the_hints_walk_the_project_once(tmp_path, monkeypatch):
+    # the missing-header hint (project_folders) and the undefined-name hint (_guarded_defines)
+    # read the same walk of the project (libraries.project_files), not one each
+    from occlint.toolchain import libraries
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "dark.h").write_text("#ifdef GPU\n#define BLOCK 512\n#endif\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "dark.h").write_text("")
+    walks = []
+    real = os.walk
+    monkeypatch.setattr(os, "walk", lambda *a, **k: (walks.append(a[0]), real(*a, **k))[1])
+    root = str(tmp_path)
+    assert libraries.project_folders("dark.h", root) == ["inc"]
+    assert libraries._guarded_defines(root)[b"BLOCK"] == ("inc/dark.h", 2, "ifdef GPU")
+    assert walks == [root]

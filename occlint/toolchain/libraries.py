@@ -166,32 +166,41 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
     return f"`{header}` not found: add its folder to `include-dirs`{tail}"
 
 
-_PROJECT_FILES: dict[str, dict[str, list[str]]] = {}     # root -> file name -> relative paths
+_PROJECT_FILES: dict[str, list[str]] = {}     # root -> its files, relative, in walk order
+_FILE_NAMES: dict[str, dict[str, list[str]]] = {}      # root -> file name -> relative paths
 _MAX_PROJECT_FILES = 100_000
+
+
+def project_files(root: str) -> list[str]:
+    """The project's files (relative to `root`), walked once per process and root as discovery
+    walks it (hidden and tool folders skipped), folders and names sorted, at most
+    _MAX_PROJECT_FILES: the one walk behind the missing-header and undefined-name hints."""
+    from occlint.discover import SKIP_DIRS
+
+    files = _PROJECT_FILES.get(root)
+    if files is None:
+        files = _PROJECT_FILES[root] = []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            rel = os.path.relpath(folder, root)     # once per folder, not per file (4x faster)
+            files += (n if rel == "." else os.path.join(rel, n) for n in sorted(names))
+            if len(files) > _MAX_PROJECT_FILES:
+                break
+    return files
 
 
 def project_folders(header: str, root: str) -> list[str]:
     """The folders of the project (relative to `root`, `/`-separated) that an `#include` of
     `header` (`moderngpu/kernel_scan.hxx`) would find it in (`src`); none when no file, or
-    more than 3 folders, match. The tree is walked once per process and root, as discovery
-    walks it (hidden and tool folders skipped)."""
-    from occlint.discover import SKIP_DIRS
-
+    more than 3 folders, match."""
     name = header.strip().strip('"<>').replace("\\", "/")
-    files = _PROJECT_FILES.get(root)
-    if files is None:
-        files, count = {}, 0
-        for folder, dirs, names in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-            rel = os.path.relpath(folder, root)     # once per folder, not per file (4x faster)
-            for n in names:
-                files.setdefault(n, []).append(n if rel == "." else os.path.join(rel, n))
-            count += len(names)
-            if count > _MAX_PROJECT_FILES:
-                break
-        _PROJECT_FILES[root] = files
+    by_name = _FILE_NAMES.get(root)
+    if by_name is None:
+        by_name = _FILE_NAMES[root] = {}
+        for rel in project_files(root):
+            by_name.setdefault(os.path.basename(rel), []).append(rel)
     found = {rel.replace(os.sep, "/")[:-len(name)].rstrip("/") or "."
-             for rel in files.get(os.path.basename(name), ())
+             for rel in by_name.get(os.path.basename(name), ())
              if rel.replace(os.sep, "/") == name or rel.replace(os.sep, "/").endswith("/" + name)}
     return sorted(found) if len(found) <= 3 else []
 
@@ -259,43 +268,37 @@ def _guarded_defines(root: str) -> dict[bytes, tuple[str, int, str]]:
     got = _GUARDED.get(root)
     if got is not None:
         return got
-    from occlint.discover import HEADER_SUFFIXES, SKIP_DIRS
+    from occlint.discover import HEADER_SUFFIXES
     from occlint.files import read_regular
     from occlint.source.preproc import _directives
 
     got = _GUARDED[root] = {}
-    count = 0
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        for n in sorted(names):
-            if not n.endswith(HEADER_SUFFIXES) or count >= 4000:
-                continue
-            count += 1
-            path = os.path.join(folder, n)
-            try:
-                data = read_regular(path)[:1 << 20]
-            except OSError:
-                continue
-            if b"#" not in data:
-                continue
-            stack: list[str] = []
-            for start, _end, word, rest in _directives(data):
-                if word in (b"if", b"ifdef", b"ifndef"):
-                    stack.append((word + b" " + b" ".join(rest.split())).decode(
-                        "utf-8", "replace")[:80])
-                elif word in (b"elif", b"else") and stack:
-                    stack[-1] = "not " + stack[-1] if word == b"else" else \
-                        ("elif " + " ".join(rest.decode("utf-8", "replace").split()))[:80]
-                elif word == b"endif" and stack:
-                    stack.pop()
-                elif word == b"define" and stack:
-                    m = _CONDITION.match(rest)
-                    inner = stack[-1]
-                    if m and not inner.startswith(("ifndef", "not ")) and \
-                            not inner.endswith("_H") and not inner.endswith("_H_"):
-                        got.setdefault(m.group(1), (
-                            os.path.relpath(path, root).replace(os.sep, "/"),
-                            data.count(b"\n", 0, start) + 1, inner))
+    for rel in [f for f in project_files(root) if f.endswith(HEADER_SUFFIXES)][:4000]:
+        path = os.path.join(root, rel)
+        try:
+            data = read_regular(path)[:1 << 20]
+        except OSError:
+            continue
+        if b"#" not in data:
+            continue
+        stack: list[str] = []
+        for start, _end, word, rest in _directives(data):
+            if word in (b"if", b"ifdef", b"ifndef"):
+                stack.append((word + b" " + b" ".join(rest.split())).decode(
+                    "utf-8", "replace")[:80])
+            elif word in (b"elif", b"else") and stack:
+                stack[-1] = "not " + stack[-1] if word == b"else" else \
+                    ("elif " + " ".join(rest.decode("utf-8", "replace").split()))[:80]
+            elif word == b"endif" and stack:
+                stack.pop()
+            elif word == b"define" and stack:
+                m = _CONDITION.match(rest)
+                inner = stack[-1]
+                if m and not inner.startswith(("ifndef", "not ")) and \
+                        not inner.endswith("_H") and not inner.endswith("_H_"):
+                    got.setdefault(m.group(1), (
+                        rel.replace(os.sep, "/"),
+                        data.count(b"\n", 0, start) + 1, inner))
     return got
 
 
