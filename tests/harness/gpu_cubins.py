@@ -3,8 +3,8 @@
     python tests/harness/gpu_cubins.py prepare OUT PATH... [--arch sm_90]   # here, no GPU
     python tests/harness/gpu_cubins.py check OUT                             # on the GPU
 
-`prepare` compiles every .cu under PATH the way `occlint check` does (the unit's database entry
-through `flags.unit_command`, `compile.compile_command`, ptxas's report through `parse_usage`,
+`prepare` compiles every .cu under PATH the way `occlint check` does (the unit's database entry,
+else its setup.py extension's, through `flags.unit_command`, `compile.compile_command`, ptxas's report through `parse_usage`,
 the cubin's attributes through `with_cubin_attributes`), keeps each cubin in OUT and writes
 OUT/manifest.json: occlint's Usage of every kernel, by mangled name. It does the same for every
 CUDA string of the .py files under PATH (CuPy's RawModule / RawKernel, PyCUDA): each is compiled
@@ -31,6 +31,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,7 +45,7 @@ DYNAMIC = (0, 1024, 8192, 20000, 40000, 70000, 100000, 160000, 200000)
 
 # --- prepare (no GPU) ----------------------------------------------------------------------------
 
-def prepare(out: Path, paths: list[str], arch: str, jobs: int) -> int:
+def prepare(out: Path, paths: list[str], arch: str, jobs: int, timeout: float = 300) -> int:
     from occlint.config import load_config
     from occlint.toolchain import database, libraries
     from occlint.toolchain.compile import (
@@ -66,19 +67,25 @@ def prepare(out: Path, paths: list[str], arch: str, jobs: int) -> int:
     if nvcc is None:
         sys.exit("nvcc not found")
     libs = libraries.wheel_include_dirs()
+    from occlint.python import build_entries, entries_database
+    extensions = entries_database(build_entries(config.root, units))   # setup.py's, as check
 
     def one(item):
         n, unit = item
-        plan = unit_command(unit, config, libs)
+        plan = unit_command(unit, config, libs, extensions)
         d = out / f"u{n}"
         d.mkdir(exist_ok=True)
         code, text = run_with_timeout(
-            compile_command(nvcc, unit, arch, list(plan.flags), str(d)), plan.cwd, 300)
+            compile_command(nvcc, unit, arch, list(plan.flags), str(d)), plan.cwd, timeout)
         cubin = d / "x.cubin"
         if code != 0 or not cubin.is_file():
+            shutil.rmtree(d, ignore_errors=True)
+            why = "timed out" if code is None else next(
+                (ln.strip() for ln in text.splitlines() if "error" in ln), f"exit {code}")
+            print(f"{os.path.relpath(unit)}: not compiled: {why[:200]}", file=sys.stderr)
             return None
         usages = with_cubin_attributes(parse_usage(text, arch, unit), cubin,
-                                       link=(arch, nvcc.bin_dir, 300))
+                                       link=(arch, nvcc.bin_dir, timeout))
         name = f"u{n}.cubin"
         cubin.rename(out / name)
         for f in d.iterdir():
@@ -363,6 +370,7 @@ def main() -> int:
     p.add_argument("paths", nargs="+")
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--timeout", type=float, default=300, help="seconds per compile (300)")
     c = sub.add_parser("check")
     c.add_argument("out")
     c.add_argument("--devrt", default=next(
@@ -371,7 +379,7 @@ def main() -> int:
          if os.path.isfile(p)), None), help="libcudadevrt.a, linked into -rdc cubins")
     args = ap.parse_args()
     if args.cmd == "prepare":
-        return prepare(Path(args.out), args.paths, args.arch, args.jobs)
+        return prepare(Path(args.out), args.paths, args.arch, args.jobs, args.timeout)
     return check(Path(args.out), args.devrt)
 
 
