@@ -469,6 +469,41 @@ def test_driver_api_launches_of_a_host_source_take_their_folders_kernel(tmp_path
         "`f` is a CUfunction whose kernel occlint reads only from `cuModuleGetFunction(&f, ")
 
 
+OUT_PARAMETER_HOST = """\
+#include <cuda.h>
+static CUresult initCUDA(int argc, char **argv, CUfunction *);
+static CUresult direct(CUmodule m, CUfunction *f) { return cuModuleGetFunction(f, m, "other_k"); }
+int main(int argc, char **argv) {
+  CUfunction transform = NULL, second = NULL, third;
+  if (initCUDA(argc, argv, &transform) != CUDA_SUCCESS) return 1;
+  direct(0, &second);
+  helper(&third);   // a function this file does not define: unknown
+  int block_size = 8;
+  cuLaunchKernel(transform, 4, 4, 1, block_size, block_size, 1, 0, NULL, NULL, NULL);
+  cuLaunchKernel(second, 4, 4, 1, 128, 1, 1, 0, NULL, NULL, NULL);
+  cuLaunchKernel(third, 4, 4, 1, 128, 1, 1, 0, NULL, NULL, NULL);
+  return 0;
+}
+static CUresult initCUDA(int argc, char **argv, CUfunction *transform) {
+  CUfunction cuFunction = 0;
+  checkCudaErrors(cuModuleGetFunction(&cuFunction, cuModule, "transformKernel"));
+  *transform = cuFunction;
+  return CUDA_SUCCESS;
+}
+"""
+
+
+def test_a_cufunction_filled_through_an_output_parameter_names_its_kernel(tmp_path):
+    # cuda-samples' simpleTextureDrv: `initCUDA(argc, argv, &transform)` fills the CUfunction
+    # (`*transform = cuFunction;` after cuModuleGetFunction): its 4 launches named no kernel
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void transformKernel(float* o) {}\n'
+                                   'extern "C" __global__ void other_k(float* o) {}\n')
+    (tmp_path / "drv.cpp").write_text(OUT_PARAMETER_HOST)
+    recs = _listed(tmp_path, "--no-compile", ".")
+    assert [(r["line"], r["name"], r["block"]) for r in recs if r["kind"] == "launch"] == [
+        (10, "transformKernel", 64), (11, "other_k", 128), (12, "third", 128)]
+
+
 def test_a_launch_of_a_template_no_unit_instantiates_says_so(tmp_path, nvcc_path):
     # tiny-cuda-nn's reduce_sum.h: block_reduce0 is launched only in reduce_sum_old, which
     # nothing calls: "nvcc reported no figures ... (defined in a file not listed, ...)"

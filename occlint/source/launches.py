@@ -150,11 +150,13 @@ _MODULE_FUNCTION = re.compile(
     rb'\bcuModuleGetFunction\s*\(\s*&?\s*([A-Za-z_][\w.>-]*)\s*,[^,;]*,\s*"([^"\\\n]+)"\s*\)')
 
 
-def _module_function(data: bytes, var: bytes, lo: int = 0, hi: int = 0) -> str | None:
+def _module_function(data: bytes, var: bytes, lo: int = 0, hi: int = 0,
+                     depth: int = 0) -> str | None:
     """The kernel name a file's `cuModuleGetFunction(&var, module, "name")` gives `var` (the
     demangled name when it is a mangled one): the last such call in data[lo:hi] (the launching
-    function, before the launch), else the one name every such call of the file gives; None
-    when there is none, or two differ."""
+    function, before the launch), else the one name every such call of the file gives, else
+    the one a function of the file gives it through an output parameter (`init(&var)`:
+    `_through_out_parameter`); None when there is none, or two differ."""
     if b"cuModuleGetFunction" not in data:
         return None
     from occlint.source.text import blank_noise
@@ -163,6 +165,8 @@ def _module_function(data: bytes, var: bytes, lo: int = 0, hi: int = 0) -> str |
              if m.group(1) == var and b"cuModuleGetFunction" in blank_noise(data[m.start():m.end()])]
     near = [name for at, name in found if lo <= at < hi]
     names = {near[-1]} if near else {name for _at, name in found}
+    if not names and depth < 2:
+        names = _through_out_parameter(data, blank_noise(data), var, depth)
     if len(names) != 1:
         return None
     name = names.pop()
@@ -170,6 +174,62 @@ def _module_function(data: bytes, var: bytes, lo: int = 0, hi: int = 0) -> str |
         from occlint.toolchain.demangle import split_name
         name = split_name(name)[0] or name
     return name
+
+
+def _through_out_parameter(data: bytes, code: bytes, var: bytes, depth: int) -> set[str]:
+    """The names `var` gets where the file passes `&var` to a function it defines whose
+    parameter there is a `CUfunction *p` that its body fills: `cuModuleGetFunction(p, module,
+    "name")`, or `*p = f;` after `cuModuleGetFunction(&f, module, "name")` (simpleTextureDrv's
+    `initCUDA(argc, argv, &transform)`). `code`: `data` with strings and comments blanked (the
+    same offsets), where calls and definitions are looked for."""
+    from occlint.source.kernels import _matching_brace
+
+    names: set[str] = set()
+    for m in re.finditer(rb"&\s*" + re.escape(var) + rb"\b", code):
+        call = _enclosing_call(code, m.start())
+        if call is None:
+            continue
+        fname, index = call
+        head = re.search(rb"\b" + re.escape(fname) + rb"\s*\(([^;{}()]*)\)\s*\{", code)
+        params = head.group(1).split(b",") if head is not None else []
+        if index >= len(params) or b"CUfunction" not in params[index] or b"*" not in params[index]:
+            continue
+        param = re.search(rb"([A-Za-z_]\w*)\s*$", params[index])
+        close = _matching_brace(code, head.end() - 1) if param is not None else None
+        if close is None:
+            continue
+        body, p = data[head.end() - 1:close + 1], re.escape(param.group(1))
+        got = _module_function(body, param.group(1), depth=depth + 1)
+        if got is None:
+            assigned = {a.group(1) for a in re.finditer(
+                rb"\*\s*" + p + rb"\s*=\s*([A-Za-z_]\w*)\s*;", code[head.end() - 1:close + 1])}
+            got = _module_function(body, assigned.pop(), depth=depth + 1) \
+                if len(assigned) == 1 else None
+        if got is not None:
+            names.add(got)
+    return names
+
+
+def _enclosing_call(code: bytes, at: int) -> tuple[bytes, int] | None:
+    """(the called function's name, the argument's index) of the call whose argument list holds
+    offset `at` at its top level, or None."""
+    depth, commas = 0, 0
+    for i in range(at - 1, max(-1, at - 4096), -1):
+        c = code[i]
+        if c in b")]":
+            depth += 1
+        elif c in b"([":
+            if depth == 0:
+                if c != 40:
+                    return None
+                name = re.search(rb"([A-Za-z_]\w*)\s*$", code[max(0, i - 256):i])
+                return (name.group(1), commas) if name is not None else None
+            depth -= 1
+        elif c == 44 and depth == 0:
+            commas += 1
+        elif c in b";{}":
+            return None
+    return None
 
 
 def _defined_beside(path: str, name: str) -> bool:
