@@ -1603,3 +1603,22 @@ def test_declarator_name_sees_through_references_and_packs():
     names = [getattr(declarator_name(p.child_by_field_name("declarator")), "text", None)
              for p in params]
     assert names == [b"b", b"k", b"p", b"rest", b"n"]
+
+
+def test_a_dim3_local_of_parameters_takes_the_one_value_every_call_passes():
+    # cuda-samples' matrixMul and matrixMul_nvrtc: `dim3 threads(block_size, block_size)` in
+    # MatrixMultiply(..., int block_size, ...), called once with `int block_size = 32;` (the
+    # block was unknown while `k<<<g, block_size>>>` was read); simpleGL's grid of `dim3
+    # grid(mesh_width / block.x, ...)`. Two calls that disagree, or none: unknown
+    text = ("__global__ void k(float *x) {}\n"
+            "void run(float *x, int bs) { dim3 t(bs, bs); k<<<1, t>>>(x); }\n"
+            "void two(float *x, int bs) { dim3 t(bs, 2); k<<<1, t>>>(x); }\n"
+            "void none(float *x, int bs) { dim3 t(bs); k<<<1, t>>>(x); }\n"
+            "void grid(float *x, unsigned w) { dim3 b(8, 8, 1); dim3 g(w / b.x, w / b.y, 1);\n"
+            "  k<<<g, b>>>(x); }\n"
+            "int main() { int block_size = 32; run(0, block_size); two(0, 64); two(0, 128);\n"
+            "  grid(0, 256); return 0; }\n")
+    sf = parse(text)
+    got = [(la.function, la.block.x, la.block.y, la.grid.total) for la in sf.launches]
+    assert got == [("run", 32, 32, 1), ("two", None, 2, 1), ("none", None, 1, 1),
+                   ("grid", 8, 8, 1024)]

@@ -13,6 +13,7 @@ from occlint.source.values import (
     MAX_VALUES,
     calls_of,
     config_choices,
+    dim3_shape,
     few_values,
     template_bindings,
 )
@@ -342,6 +343,9 @@ class LaunchReader:
                         local.whole_written:
                     return Dim3(None, None, None, text)
                 base = self._initial(init, scope, depth, text, bind)
+                if base.total is None and not local.written and not bind:
+                    shape = dim3_shape(self.ctx, node, scope)   # of parameters: at the calls
+                    base = Dim3(*shape, text) if shape is not None else base
                 if local.written:       # `dim3 t(32); k<<<g, t>>>(); t.x = 128; k<<<g, t>>>();`
                     return self._rewritten(local, init, base, node, scope, text, bind)
                 return self._cased(node.text, base, scope)
@@ -562,6 +566,7 @@ class LaunchReader:
             one = few_values(ctx, block, scope)     # every call in the file passes the same
             if one is not None and len(one) == 1 and one[0] >= 1:
                 b = Dim3(one[0], 1, 1, b.text)
+
         if dyn is None and self._is_parameter(smem, scope, integral=True):
             one = few_values(ctx, smem, scope)      # (tiny-cuda-nn's parallel_for_gpu: 0)
             if one is not None and len(one) == 1 and one[0] >= 0:

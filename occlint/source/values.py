@@ -116,7 +116,23 @@ def _dim3_values(ctx: Context, decl, scope, depth, bind, trace) -> set[int] | No
     """The thread counts (x * y * z) a never-written dim3 local may hold: `dim3 block(tpb)`,
     `dim3 b = dim3(tpb, 2)`, `dim3 b{tpb}`, each component one of a few values (ccminer's
     `uint32_t tpb = TPB35; if (arch >= 500) tpb = TPB50; dim3 block(tpb);`)."""
-    if decl.type == "function_declarator":             # `dim3 b(x, y)` parses as a declarator
+    parts = _dim3_parts(decl)
+    if parts is None:
+        return None
+    out, several = {1}, 0
+    for part in parts:
+        got = _values(ctx, part, scope, depth, bind, trace) if part is not None else None
+        several += got is not None and len(got) > 1
+        if got is None or several > 1:      # `dim3 b(s, s)`: the two vary together, and not
+            return None                     # every product of their values is a block
+        out = {a * b for a in out for b in got}
+    return out
+
+
+def _dim3_parts(decl) -> list | None:
+    """The component expressions of a dim3 local's declaration (`dim3 b(x, y)`, which parses
+    as a function declarator, `dim3 b = dim3(x)`, `dim3 b{x, y}`), 1 to 3 of them; else None."""
+    if decl.type == "function_declarator":
         params = exprs(decl.child_by_field_name("parameters"))
         if any(p.type != "parameter_declaration" or p.child_by_field_name("declarator")
                is not None for p in params):
@@ -132,16 +148,31 @@ def _dim3_values(ctx: Context, decl, scope, depth, bind, trace) -> set[int] | No
         parts = exprs(value)
     else:
         return None
-    if not 1 <= len(parts) <= 3:
+    return parts if 1 <= len(parts) <= 3 else None
+
+
+def dim3_shape(ctx: Context, node, scope) -> tuple[int, int, int] | None:
+    """(x, y, z) of a never-written dim3 local whose every component has one value, through
+    the calls of its function when a component is a parameter (cuda-samples' matrixMul_nvrtc:
+    `dim3 threads(block_size, block_size)`, `block_size` 32 at the one call); else None."""
+    if node is None or node.type != "identifier" or scope is None:
         return None
-    out, several = {1}, 0
+    local = ctx.local(scope, node.text)
+    if local is None or local.written or len(local.decls) != 1 or types.normalize(
+            local.decls[0][0].decode("utf-8", "replace")) != "dim3":
+        return None
+    decl = local.decls[0][1]
+    parts = _dim3_parts(decl)
+    if parts is None:
+        return None
+    shape = []
     for part in parts:
-        got = _values(ctx, part, scope, depth, bind, trace) if part is not None else None
-        several += got is not None and len(got) > 1
-        if got is None or several > 1:      # `dim3 b(s, s)`: the two vary together, and not
-            return None                     # every product of their values is a block
-        out = {a * b for a in out for b in got}
-    return out
+        got = few_values(ctx, part, scope) if part is not None else None
+        if got is None or len(got) != 1 or got[0] < 1:
+            return None
+        shape.append(got[0])
+    x, y, z = (*shape, 1, 1)[:3]
+    return x, y, z
 
 
 def _binary(op: bytes, a: int, b: int) -> int | None:
