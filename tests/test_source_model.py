@@ -1608,8 +1608,9 @@ def test_declarator_name_sees_through_references_and_packs():
 def test_a_dim3_local_of_parameters_takes_the_one_value_every_call_passes():
     # cuda-samples' matrixMul and matrixMul_nvrtc: `dim3 threads(block_size, block_size)` in
     # MatrixMultiply(..., int block_size, ...), called once with `int block_size = 32;` (the
-    # block was unknown while `k<<<g, block_size>>>` was read); simpleGL's grid of `dim3
-    # grid(mesh_width / block.x, ...)`. Two calls that disagree, or none: unknown
+    # block was unknown while `k<<<g, block_size>>>` was read). Two calls that disagree, or
+    # none: unknown. Not a grid: its size is the problem's, which a benchmark's main fixes for
+    # itself (llm.c's dev/cuda `int B = 8;` made a 96-block grid and a small-grid finding)
     text = ("__global__ void k(float *x) {}\n"
             "void run(float *x, int bs) { dim3 t(bs, bs); k<<<1, t>>>(x); }\n"
             "void two(float *x, int bs) { dim3 t(bs, 2); k<<<1, t>>>(x); }\n"
@@ -1621,4 +1622,4 @@ def test_a_dim3_local_of_parameters_takes_the_one_value_every_call_passes():
     sf = parse(text)
     got = [(la.function, la.block.x, la.block.y, la.grid.total) for la in sf.launches]
     assert got == [("run", 32, 32, 1), ("two", None, 2, 1), ("none", None, 1, 1),
-                   ("grid", 8, 8, 1024)]
+                   ("grid", 8, 8, None)]

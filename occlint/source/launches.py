@@ -291,6 +291,10 @@ class LaunchReader:
         self.template_kernels = template_kernels
         self._switches = b"switch" in ctx.data
         self._shapes: dict[tuple, tuple] = {}    # an `_instantiated` entry -> its block's x, y, z
+        # while a block is read: a dim3 local of the function's parameters takes the value the
+        # calls pass (`dim3_shape`). Not a grid: its size is the problem's, which a test's or
+        # a benchmark's main fixes for itself (llm.c's dev/cuda: `int B = 8;`)
+        self._block = False
         self.runtime: set[tuple[int | None, bytes]] = set()   # block variables chosen at run time
         for call in ctx.caps.get("api", ()):
             fn = call.child_by_field_name("function").text.lstrip(b":")
@@ -343,7 +347,7 @@ class LaunchReader:
                         local.whole_written:
                     return Dim3(None, None, None, text)
                 base = self._initial(init, scope, depth, text, bind)
-                if base.total is None and not local.written and not bind:
+                if base.total is None and self._block and not local.written and not bind:
                     shape = dim3_shape(self.ctx, node, scope)   # of parameters: at the calls
                     base = Dim3(*shape, text) if shape is not None else base
                 if local.written:       # `dim3 t(32); k<<<g, t>>>(); t.x = 128; k<<<g, t>>>();`
@@ -353,6 +357,14 @@ class LaunchReader:
         if v is not None or t in _SCALAR_EXPRESSIONS or self._integral(node, scope):
             return Dim3(_extent(v), 1, 1, text)
         return Dim3(None, None, None, text)      # maybe a dim3 we cannot see: y and z unknown
+
+    def _block_dim3(self, read) -> Dim3:
+        """`read()`, a block's dimensions, with `_block` set while it runs."""
+        outer, self._block = self._block, True
+        try:
+            return read()
+        finally:
+            self._block = outer
 
     def _passed(self, param, scope, depth: int, text: str) -> Dim3:
         """A `dim3` parameter of the launching function: the one value every call of the
@@ -557,7 +569,7 @@ class LaunchReader:
                 config, args) -> Launch:
         runtime = self.is_runtime(block, scope)
         narrowed, called = self.env._narrowed, self.env._called
-        b = self.dim3(block, scope)
+        b = self._block_dim3(lambda: self.dim3(block, scope))
         dispatch, computed = self.env._narrowed != narrowed, self.env._called != called
         if runtime:
             b = Dim3(None, None, None, b.text)
@@ -842,7 +854,8 @@ class LaunchReader:
         if named is not None and not _defined_beside(ctx.path, named):
             named = None        # (jitLto: a kernel in a string NVRTC compiles at run time)
         return replace(launch, callee=named or launch.callee, template_args=(),
-                       template_values=(), grid=dims(args[1:4]), block=dims(args[4:7]),
+                       template_values=(), grid=dims(args[1:4]),
+                       block=self._block_dim3(lambda: dims(args[4:7])),
                        block_template=(), smem_template=(), block_parameter=False)
 
     def _launch_ex(self, call, args) -> Launch | None:
