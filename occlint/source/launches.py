@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import replace
 
@@ -186,12 +187,16 @@ def _through_out_parameter(data: bytes, code: bytes, var: bytes, depth: int) -> 
     from occlint.source.kernels import _matching_brace
 
     names: set[str] = set()
-    for m in re.finditer(rb"&\s*" + re.escape(var) + rb"\b", code):
+    heads: dict[bytes, re.Match | None] = {}
+    for m in itertools.islice(re.finditer(rb"&\s*" + re.escape(var) + rb"\b", code), 64):
         call = _enclosing_call(code, m.start())
         if call is None:
             continue
         fname, index = call
-        head = re.search(rb"\b" + re.escape(fname) + rb"\s*\(([^;{}()]*)\)\s*\{", code)
+        if fname not in heads:      # (its definition: searched once per function)
+            heads[fname] = re.search(rb"\b" + re.escape(fname) +
+                                     rb"\s*\(([^;{}()]*)\)\s*\{", code)
+        head = heads[fname]
         params = head.group(1).split(b",") if head is not None else []
         if index >= len(params) or b"CUfunction" not in params[index] or b"*" not in params[index]:
             continue
