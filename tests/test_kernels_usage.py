@@ -87,7 +87,8 @@ def test_kernels_text_names_instantiations_launches_and_missing_occupancy(tmp_pa
                for line in lines)
     assert "<<<>>>" not in r.stdout
     assert ("    no occupancy: the block size `bs` is a parameter of `more`, which this file does "
-            "not call (a call from another file is not read)") in lines
+            "not call (another file's call is read only for a dim3 block, in a file beside this "
+            "one that includes the header of its name)") in lines
     one = [line for line in lines if "occupancy 100.0%" in line or "occupancy" in line]
     assert all("(1 blocks/SM)" not in line for line in one)
     nocomp = run_cli("kernels", "--no-compile", str(src), cwd=tmp_path).stdout
@@ -519,3 +520,35 @@ def test_a_launch_of_a_template_no_unit_instantiates_says_so(tmp_path, nvcc_path
         "`block_reduce0` is a template that no compiled unit instantiates (the launch is in "
         "`reduce_sum_old`): nvcc made no code for it, so there are no figures")
     assert launch["used"]["occupancy"]["sm_90"]["active_blocks"] == 16
+
+
+def test_a_dim3_block_parameter_is_read_at_the_calls_of_the_files_beside_that_include_its_header(
+        tmp_path):
+    # diff-gaussian-rasterization: forward.cu's `FORWARD::render(const dim3 grid, dim3 block)`
+    # launches renderCUDA<<<grid, block>>>; rasterizer_impl.cu (which includes forward.h) calls
+    # it with `dim3 block(BLOCK_X, BLOCK_Y, 1)`: the block was "a parameter ... a call from
+    # another file is not read". BACKWARD::render's call (another namespace) is its own; a file
+    # that does not include the header is not read; a grid is not read this way
+    (tmp_path / "config.h").write_text("#define BLOCK_X 16\n#define BLOCK_Y 16\n")
+    for ns, header in (("FORWARD", "forward"), ("BACKWARD", "backward")):
+        (tmp_path / f"{header}.h").write_text(
+            f"namespace {ns} {{ void render(const dim3 grid, dim3 block, float* o); }}\n")
+        (tmp_path / f"{header}.cu").write_text(
+            f'#include "{header}.h"\n__global__ void k_{header}(float* o) {{ o[0] = 1; }}\n'
+            f"void {ns}::render(const dim3 grid, dim3 block, float* o) {{\n"
+            f"  k_{header}<<<grid, block>>>(o);\n}}\n")
+    (tmp_path / "impl.cu").write_text(
+        '#include "config.h"\n#include "forward.h"\n#include "backward.h"\n'
+        "void run(float* o, int w) {\n  dim3 tiles(w / BLOCK_X, 4, 1);\n"
+        "  dim3 block(BLOCK_X, BLOCK_Y, 1);\n  FORWARD::render(tiles, block, o);\n"
+        "  BACKWARD::render(tiles, dim3(32, 4, 1), o);\n}\n")
+    (tmp_path / "lone.cu").write_text(
+        "__global__ void k_lone(float* o) {}\n"
+        "void go(dim3 block, float* o) { k_lone<<<1, block>>>(o); }\n")
+    (tmp_path / "other.cu").write_text("void go(dim3 block, float* o);\n"
+                                       "void call(float* o) { go(dim3(64), o); }\n")
+    recs = _listed(tmp_path, "--no-compile", ".")
+    got = {r["name"]: (r["block"], r["block_dims"], r["grid"]) for r in recs
+           if r["kind"] == "launch"}
+    assert got == {"k_forward": (256, [16, 16, 1], None), "k_backward": (128, [32, 4, 1], None),
+                   "k_lone": (None, [None, None, None], 1)}

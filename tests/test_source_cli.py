@@ -391,7 +391,8 @@ def test_a_block_parameter_of_a_function_the_file_never_calls_says_so(tmp_path):
               "void g(float* x, int b) { h(b, x); }\nvoid h(int b, float* x) { k<1><<<1, b>>>(x); }\n")
     why = [x["no_occupancy"] for x in _launches(tmp_path, source)]
     assert why == ["the block size `threads` is a parameter of `run`, which this file does not "
-                   "call (a call from another file is not read)",
+                   "call (another file's call is read only for a dim3 block, in a file beside "
+                   "this one that includes the header of its name)",
                    "the block size `b` is a parameter of `h`, and not every call of it in this "
                    "file passes a constant (a call from another file is not read)"]
 

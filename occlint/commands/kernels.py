@@ -622,7 +622,8 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
 PARAMETER = ("the block size `{}` is a parameter of `{}`, and not every call of it in this file "
              "passes a constant (a call from another file is not read)")
 PARAMETER_UNCALLED = ("the block size `{}` is a parameter of `{}`, which this file does not call "
-                      "(a call from another file is not read)")
+                      "(another file's call is read only for a dim3 block, in a file beside "
+                      "this one that includes the header of its name)")
 
 
 def _called_here(sf, r: dict) -> bool:

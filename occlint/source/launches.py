@@ -216,6 +216,75 @@ def _through_out_parameter(data: bytes, code: bytes, var: bytes, depth: int) -> 
     return names
 
 
+def _last_name(node):
+    """The identifier a qualified name ends with (`FORWARD::render` -> `render`)."""
+    while node is not None and node.type == "qualified_identifier":
+        node = node.child_by_field_name("name")
+    return node if node is not None and node.type == "identifier" else None
+
+
+def _passed_elsewhere(ctx: Context, whole: bytes, index: int, depth: int) -> set[tuple]:
+    """The (x, y, z) a function `whole` (`FORWARD::render`, its namespaces written out) of
+    `ctx`'s file gets as its dim3 argument `index` at the calls of the files beside it that
+    include the header of its name (forward.cu's `render`, called by rasterizer_impl.cu, which
+    includes forward.h, with `dim3 block(BLOCK_X, BLOCK_Y, 1)`). A call is its when it names
+    `whole` or a `::` suffix of it with a namespace; empty when a file calls it with an unknown,
+    or none does."""
+    from occlint.source.context import header_context
+
+    parts = whole.split(b"::")
+    got: set[tuple] = set()
+    for path in _callers_beside(ctx.path, parts[-1]):
+        other = header_context(path, ctx.view)
+        if other is None:
+            return set()
+        reader = _READERS.get(id(other))
+        if reader is None or reader[0] is not other:
+            reader = _READERS[id(other)] = (other, LaunchReader(other))
+        for call in calls_of(other, parts[-1]):
+            called = b"".join(call.child_by_field_name("function").text.split()).split(b"<")[0]
+            said = called.lstrip(b":").split(b"::")
+            if said != parts[-len(said):] or (len(said) == 1 and len(parts) > 1):
+                continue                    # another namespace's (BACKWARD::render)
+            args = _args(call.child_by_field_name("arguments"))
+            d = reader[1].dim3(args[index], other.scope_of(call.start_byte), depth + 1) \
+                if index < len(args) else None
+            if d is None or d.total is None:
+                return set()
+            got.add((d.x, d.y, d.z))
+    return got
+
+
+_READERS: dict[int, tuple] = {}         # id(Context) -> (it, its LaunchReader), per process
+
+
+def _callers_beside(path: str, name: bytes) -> list[str]:
+    """The C++ and CUDA sources of `path`'s folder (at most 256) that `#include "..."` a header
+    of `path`'s own name (forward.h for forward.cu) and write `name`."""
+    import os
+
+    from occlint.source.preproc import read_header
+    from occlint.toolchain.includers import quoted_includes
+
+    folder, base = os.path.split(os.path.abspath(path))
+    stem = os.path.splitext(base)[0]
+    headers = {stem + s for s in (".h", ".hpp", ".hh", ".cuh", ".hxx")}
+    try:
+        entries = sorted(os.listdir(folder))[:256]
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        if entry == base or not entry.endswith((".cu", ".cpp", ".cc", ".cxx")):
+            continue
+        data = read_header(os.path.join(folder, entry))
+        if data and name in data and any(
+                os.path.basename(n.decode("utf-8", "replace")) in headers
+                for n in quoted_includes(data)):
+            out.append(os.path.join(folder, entry))
+    return out
+
+
 def _enclosing_call(code: bytes, at: int) -> tuple[bytes, int] | None:
     """(the called function's name, the argument's index) of the call whose argument list holds
     offset `at` at its top level, or None."""
@@ -380,8 +449,9 @@ class LaunchReader:
         fn = ctx.function_at(scope)
         decl = function_declarator(fn) if fn is not None else None
         plist = decl.child_by_field_name("parameters") if decl is not None else None
-        name = declarator_name(decl.child_by_field_name("declarator")) if decl is not None \
-            else None
+        inner = decl.child_by_field_name("declarator") if decl is not None else None
+        qualified = inner is not None and inner.type == "qualified_identifier"
+        name = _last_name(inner) if qualified else declarator_name(inner)
         unknown = Dim3(None, None, None, text)
         if plist is None or name is None or depth > 4:
             return unknown
@@ -405,6 +475,10 @@ class LaunchReader:
                 got.add((d.x, d.y, d.z))
         finally:
             self.env.site = site
+        if not got and self._block:     # a block, passed from another file only (forward.cu's
+            whole = b"".join(inner.text.split()) if qualified else b"::".join(   # render, called
+                (*(s.encode() for s in ctx.scopes(fn)), name.text))     # by rasterizer_impl.cu)
+            got = _passed_elsewhere(ctx, whole, index, depth)
         if len(got) != 1:
             return unknown
         x, y, z = got.pop()
