@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -427,3 +428,39 @@ def test_the_hints_walk_the_project_once(tmp_path, monkeypatch):
     assert libraries.project_folders("dark.h", root) == ["inc"]
     assert libraries._guarded_defines(root)[b"BLOCK"] == ("inc/dark.h", 2, "ifdef GPU")
     assert walks == [root]
+
+
+def test_the_project_file_list_is_kept_in_the_cache_until_a_folder_changes(tmp_path, monkeypatch):
+    # the missing-header hint listed the whole project on every warm run (cuda-samples: 917
+    # folders, 16-60 ms); the list is kept in the cache with each folder's modification time
+    from occlint.toolchain import libraries
+    from occlint.toolchain.cache import Cache
+
+    root = tmp_path / "p"
+    (root / "inc").mkdir(parents=True)
+    (root / "inc" / "a.h").write_text("")
+    old = time.time() - 60                  # settled folders (a just-changed one is not kept)
+    for d in (root, root / "inc"):
+        os.utime(d, (old, old))
+    cache = Cache(tmp_path / "cache")
+    walks = []
+    real = os.walk
+    monkeypatch.setattr(os, "walk", lambda *a, **k: (walks.append(a[0]), real(*a, **k))[1])
+
+    def fresh_process():
+        libraries._PROJECT_FILES.clear()
+        libraries._FILE_NAMES.clear()
+
+    fresh_process()
+    assert libraries.project_folders("a.h", str(root), cache) == ["inc"] and len(walks) == 1
+    fresh_process()
+    assert libraries.project_folders("a.h", str(root), cache) == ["inc"] and len(walks) == 1
+    (root / "src").mkdir()                  # the root folder's time changes: listed again
+    (root / "src" / "a.h").write_text("")
+    os.utime(root, (old + 1, old + 1))
+    fresh_process()
+    assert libraries.project_folders("a.h", str(root), cache) == ["inc", "src"]
+    assert len(walks) == 2
+    fresh_process()                         # not kept: `src` changed less than 2 s ago
+    assert libraries.project_folders("a.h", str(root), cache) == ["inc", "src"]
+    assert len(walks) == 3

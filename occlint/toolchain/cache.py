@@ -267,6 +267,21 @@ class Cache:
         if self._write(self._entry(key, suffix), {"format": FORMAT, "deps_id": deps_id, **result}):
             self.writes += 1
 
+    def note(self, key: str, suffix: str) -> dict | None:
+        """A small record kept by `keep` (no dependency list: its reader checks it)."""
+        try:
+            data = json.loads(read_regular(self._entry(key, suffix)).decode("utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+    def keep(self, key: str, suffix: str, data: dict) -> None:
+        """Store a small record under `key` (never into a folder occlint did not create)."""
+        if self.refused or not claim(self.root):
+            self.refused = True
+            return
+        self._write(self._entry(key, suffix), {"format": FORMAT, **data})
+
     def _write(self, path: Path, data: dict) -> bool:
         """Write one file atomically; False when it cannot be written."""
         try:

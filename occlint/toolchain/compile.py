@@ -622,7 +622,8 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
             got, errors = results[(unit, arch)]
             usages.extend(got)
             from_database = plans[unit].entry is not None
-            report.errors.extend(_explained(e, major, root=config.root, database=from_database)
+            report.errors.extend(_explained(e, major, root=config.root, database=from_database,
+                                            cache=cache)
                                  for e in errors)
         report.usages[unit] = tuple(usages)
     return report
@@ -634,7 +635,7 @@ def _major(version: str) -> int | None:
 
 
 def _explained(err: CompileError, major: int | None, add: str | None = None,
-               root: str | None = None, database: bool = False) -> CompileError:
+               root: str | None = None, database: bool = False, cache=None) -> CompileError:
     """A missing header's message names the header and the package that ships it, or the
     project folder that has it (`root`); `add`: how to add an include folder, where it is not
     `include-dirs` (libraries.explain_missing). An API a newer CUDA removed says what replaced
@@ -643,7 +644,7 @@ def _explained(err: CompileError, major: int | None, add: str | None = None,
     from occlint.toolchain.libraries import explain_missing, explain_removed, explain_undefined
 
     message = explain_undefined(explain_removed(explain_missing(err.message, major, add, root,
-                                                                database)), root)
+                                                                database, cache)), root)
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 

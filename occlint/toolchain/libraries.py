@@ -10,10 +10,12 @@ or the build's headers).
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import site
 import sys
+import time
 
 # Folders that hold the toolkit itself (runtime, compiler, CCCL): never added, they would mix a
 # wheel's CUDA version with the nvcc in use.
@@ -135,9 +137,10 @@ def missing_header(message: str) -> str | None:
 
 
 def explain_missing(message: str, cuda_major: int | None = None, add: str | None = None,
-                    root: str | None = None, database: bool = False) -> str:
+                    root: str | None = None, database: bool = False, cache=None) -> str:
     """A missing-header message rewritten to name the header and, when known, its package, or
-    the project folder that holds it (`root`: the project's root, searched once per process).
+    the project folder that holds it (`root`: the project's root, searched once per process;
+    `cache`: where its file list is kept between runs, project_files).
     `add`: how to add a folder to the include path, where it is not `include-dirs` (a Python
     file's CUDA string)."""
     header = missing_header(message)
@@ -145,7 +148,7 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
         return message
     # the project's own copy first (NCCL's src/include/nccl_device.h: a wheel would bring
     # another NCCL's headers), then a package that ships it
-    here = project_folders(header, root) if root and not add else []
+    here = project_folders(header, root, cache) if root and not add else []
     known = package_for(header, cuda_major) if not here else None
     if known:
         library, package = known
@@ -171,33 +174,71 @@ _FILE_NAMES: dict[str, dict[str, list[str]]] = {}      # root -> file name -> re
 _MAX_PROJECT_FILES = 100_000
 
 
-def project_files(root: str) -> list[str]:
+def project_files(root: str, cache=None) -> list[str]:
     """The project's files (relative to `root`), walked once per process and root as discovery
     walks it (hidden and tool folders skipped), folders and names sorted, at most
-    _MAX_PROJECT_FILES: the one walk behind the missing-header and undefined-name hints."""
-    from occlint.discover import SKIP_DIRS
-
+    _MAX_PROJECT_FILES: the one walk behind the missing-header and undefined-name hints.
+    `cache` (toolchain.cache.Cache): the list is kept there with each folder's modification
+    time, and taken back while every folder's is unchanged (a file added, removed or renamed
+    changes its folder's): a warm run stats the folders instead of listing them."""
     files = _PROJECT_FILES.get(root)
     if files is None:
-        files = _PROJECT_FILES[root] = []
-        for folder, dirs, names in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-            rel = os.path.relpath(folder, root)     # once per folder, not per file (4x faster)
-            files += (n if rel == "." else os.path.join(rel, n) for n in sorted(names))
-            if len(files) > _MAX_PROJECT_FILES:
-                break
+        key = hashlib.sha256(os.fsencode(root)).hexdigest()
+        files = _kept_files(root, cache.note(key, ".files")) if cache is not None else None
+        if files is None:
+            files, folders = _walk(root)
+            # a folder changed in the last 2 s may change again within its clock's tick,
+            # unseen: then the list is not kept (git's racy-index rule)
+            settled = max(folders.values(), default=0) < time.time_ns() - 2_000_000_000
+            if cache is not None and settled:
+                cache.keep(key, ".files", {"root": root, "folders": folders, "files": files})
+        _PROJECT_FILES[root] = files
     return files
 
 
-def project_folders(header: str, root: str) -> list[str]:
+def _walk(root: str) -> tuple[list[str], dict[str, int]]:
+    """(project_files' list, each folder walked -> its st_mtime_ns)."""
+    from occlint.discover import SKIP_DIRS
+
+    files: list[str] = []
+    folders: dict[str, int] = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        rel = os.path.relpath(folder, root)     # once per folder, not per file (4x faster)
+        try:
+            folders[rel] = os.stat(folder).st_mtime_ns
+        except OSError:
+            folders[rel] = -1
+        files += (n if rel == "." else os.path.join(rel, n) for n in sorted(names))
+        if len(files) > _MAX_PROJECT_FILES:
+            break
+    return files, folders
+
+
+def _kept_files(root: str, kept: dict | None) -> list[str] | None:
+    """The list `kept` holds when it is `root`'s and none of its folders changed since."""
+    if not kept or kept.get("root") != root or not isinstance(kept.get("folders"), dict) or \
+            not isinstance(kept.get("files"), list):
+        return None
+    for rel, when in kept["folders"].items():
+        try:
+            if os.stat(os.path.join(root, rel)).st_mtime_ns != when:
+                return None
+        except (OSError, TypeError, ValueError):
+            return None
+    files = kept["files"]
+    return files if all(isinstance(f, str) for f in files) else None
+
+
+def project_folders(header: str, root: str, cache=None) -> list[str]:
     """The folders of the project (relative to `root`, `/`-separated) that an `#include` of
     `header` (`moderngpu/kernel_scan.hxx`) would find it in (`src`); none when no file, or
-    more than 3 folders, match."""
+    more than 3 folders, match. `cache`: as project_files'."""
     name = header.strip().strip('"<>').replace("\\", "/")
     by_name = _FILE_NAMES.get(root)
     if by_name is None:
         by_name = _FILE_NAMES[root] = {}
-        for rel in project_files(root):
+        for rel in project_files(root, cache):
             by_name.setdefault(os.path.basename(rel), []).append(rel)
     found = {rel.replace(os.sep, "/")[:-len(name)].rstrip("/") or "."
              for rel in by_name.get(os.path.basename(name), ())
