@@ -464,3 +464,7 @@ def test_the_project_file_list_is_kept_in_the_cache_until_a_folder_changes(tmp_p
     fresh_process()                         # not kept: `src` changed less than 2 s ago
     assert libraries.project_folders("a.h", str(root), cache) == ["inc", "src"]
     assert len(walks) == 3
+    from occlint.toolchain.cache import remove
+    assert list(cache.root.glob("*/*.files"))
+    remove(cache.root)                      # `occlint clean` removes it with the rest
+    assert not list(cache.root.glob("*/*.files"))

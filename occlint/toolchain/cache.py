@@ -48,7 +48,8 @@ def cache_dir(config: Config) -> Path:
 
 GITIGNORE = "# created by occlint\n*\n"
 _ENTRY = re.compile(r"[0-9a-f]{64}\.json\Z")        # a compile's result
-_OTHER = re.compile(r"[0-9a-f]{64}\.(deps|findings)\Z")   # a dependency list; a run's findings
+# a dependency list; a run's findings; a project's file list (libraries.project_files)
+_OTHER = re.compile(r"[0-9a-f]{64}\.(deps|findings|files)\Z")
 LIST, FINDINGS = ".deps", ".findings"
 _SUBDIR = re.compile(r"[0-9a-f]{2}\Z")
 
@@ -330,9 +331,10 @@ def _digest(recorded: list) -> str:
 
 
 def iter_entries(root: Path, *, temporary: bool = False):
-    """(path, stat) for every stored file: `xx/<sha256>.json` (a compile's result),
-    `.deps` (a dependency list) and `.findings` (a run's findings) regular files (and with
-    `temporary`, the `.tmp-*` files an interrupted write left) and nothing else."""
+    """(path, stat) for every stored file: `xx/<sha256>.json` (a compile's result), `.deps`
+    (a dependency list), `.findings` (a run's findings) and `.files` (a project's file list)
+    regular files (and with `temporary`, the `.tmp-*` files an interrupted write left) and
+    nothing else."""
     try:
         subdirs = list(os.scandir(root))
     except OSError:
