@@ -1623,3 +1623,20 @@ def test_a_dim3_local_of_parameters_takes_the_one_value_every_call_passes():
     got = [(la.function, la.block.x, la.block.y, la.grid.total) for la in sf.launches]
     assert got == [("run", 32, 32, 1), ("two", None, 2, 1), ("none", None, 1, 1),
                    ("grid", 8, 8, None)]
+
+
+def test_lone_branches_whose_braces_pair_across_groups_are_read_as_sm_90_reads_them():
+    # vllm's fused_qknorm_rope_kernel.cu: `#if ... __CUDA_ARCH__ < 800` `if constexpr (...) {
+    # return; } else {` `#endif` ... `#if ...` `}` `#endif` in two kernels: the parser, reading
+    # both groups, lost the first kernel (its 3 launches matched no instantiation). A lone
+    # branch dead for sm_90 is blanked; one the file does not decide is read as before
+    guard = "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800\n"
+    body = (guard + "  if constexpr (sizeof(T) == 8) {\n    return;\n  } else {\n#endif\n"
+            "    out[threadIdx.x] = D;\n" + guard + "  }\n#endif\n}\n")
+    text = "".join(f"template <typename T, int D>\n__global__ void rope{i}(float* out) {{\n" + body
+                   for i in (1, 2)) + \
+        "void launch(float* p) { rope1<float, 4><<<1, 128>>>(p); rope2<float, 4><<<1, 64>>>(p); }\n"
+    sf = parse(text)
+    assert [k.name for k in sf.kernels] == ["rope1", "rope2"]
+    assert [(la.callee, la.block.total) for la in sf.launches] == [("rope1", 128), ("rope2", 64)]
+    assert sf.text == text                  # positions are the file's own

@@ -73,7 +73,8 @@ def _one_branch(data: bytes) -> list[tuple[int, int]]:
         elif word == b"endif" and stack:
             lines, branches, since = stack.pop()
             branches.append((since, start))
-            if _in_a_head(data, lines[0][0], branches) or _opens_in_each(data, branches):
+            if _in_a_head(data, lines[0][0], branches) or _opens_in_each(data, branches) or \
+                    _unbalanced_alone(data, branches):
                 groups.append(([*lines, (start, end)], branches))
     if not groups:
         return []
@@ -81,13 +82,17 @@ def _one_branch(data: bytes) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for lines, branches in groups:
         out += lines
+        if live is None:
+            from occlint.source.preproc import View, scan
+            live = scan(data, "", View(arch="sm_90"), reader=lambda _path: None)
         if len(branches) > 1:
-            if live is None:
-                from occlint.source.preproc import View, scan
-                live = scan(data, "", View(arch="sm_90"), reader=lambda _path: None)
             keep = next((b for b in branches if b[1] <= b[0] + 1 or
                          not live.is_dead(b[0] + 1, b[1])), branches[-1])
             out += [b for b in branches if b is not keep]
+        elif branches[0][1] > branches[0][0] + 1 and live.is_dead(branches[0][0] + 1,
+                                                                   branches[0][1]):
+            out += branches         # a lone branch dead for sm_90 (vllm's `#if __CUDA_ARCH__ <
+            #                           800` around `if constexpr (...) { return; } else {`)
     return [(a, b) for a, b in out if b > a]
 
 
@@ -105,6 +110,19 @@ def _in_a_head(data: bytes, group: int, branches) -> bool:
     if any(b"__global__" in code or b"__launch_bounds__" in code for code in codes):
         return True
     return _code(data, max(0, group - 256), group).rstrip().endswith(b"__global__")
+
+
+def _unbalanced_alone(data: bytes, branches) -> bool:
+    """A group with one branch (no `#else`) that opens or closes braces it does not close or
+    open itself: its braces pair with another group's (`#if A` `} else {` `#endif` ... `#if A`
+    `}` `#endif`), which the parser, reading every branch, cannot follow."""
+    if len(branches) != 1:
+        return False
+    lo, hi = branches[0]
+    if data.count(b"{", lo, hi) == data.count(b"}", lo, hi):
+        return False            # (the common case, decided without removing comments)
+    code = _code(data, lo, hi)
+    return code.count(b"{") != code.count(b"}")
 
 
 def _opens_in_each(data: bytes, branches) -> bool:
