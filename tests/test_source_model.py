@@ -1640,3 +1640,20 @@ def test_lone_branches_whose_braces_pair_across_groups_are_read_as_sm_90_reads_t
     assert [k.name for k in sf.kernels] == ["rope1", "rope2"]
     assert [(la.callee, la.block.total) for la in sf.launches] == [("rope1", 128), ("rope2", 64)]
     assert sf.text == text                  # positions are the file's own
+
+
+def test_a_constant_named_through_a_namespace_alias_is_read():
+    # vllm's moe_align_sum_kernels.cu: `namespace batched_kernel = vllm::moe::batched...;`
+    # then `<<<batched_kernel::num_blocks, batched_kernel::num_threads>>>` (1024) was "not a
+    # compile-time constant". An alias the file defines two ways stays unknown
+    text = ("namespace cfg { constexpr int kThreads = 1024; namespace in { constexpr int k = 64; } }\n"
+            "namespace other { constexpr int kThreads = 256; }\n"
+            "namespace I = ::cfg :: in;\n"
+            "__global__ void k(float* p) {}\n"
+            "void a(float* p) { namespace C = cfg; k<<<1, C::kThreads>>>(p); }\n"
+            "void b(float* p) { k<<<1, I::k>>>(p); }\n"
+            "void c(float* p) { namespace D = cfg; k<<<1, D::kThreads>>>(p); }\n"
+            "void d(float* p) { namespace D = other; k<<<1, D::kThreads>>>(p); }\n"
+            "// namespace E = cfg;\n"
+            "void e(float* p) { k<<<1, E::kThreads>>>(p); }\n")
+    assert [la.block.total for la in parse(text).launches] == [1024, 64, None, None, None]

@@ -220,6 +220,8 @@ class Env:
         # macro's body read at a use of the macro): that use's node (occlint.source.macros)
         self.use_site = None
         self.structs: dict[str, tuple[int, int]] = {}
+        # `namespace C = cfg;` -> {b"C": b"cfg"} (None: two different ones); set by context
+        self.namespace_aliases: dict[bytes, bytes | None] = {}
         # (scope, head, node) -> what `head::member` reads in a class template the file defines
         # (occlint.source.classes.class_constants); set by occlint.source.context
         self.class_constants: Callable | None = None
@@ -537,6 +539,13 @@ class Env:
             self._memo[key] = v = self._global(name, plain)
         finally:
             self._active.discard(key)
+        target = self.namespace_aliases.get(head) if v is None and sep else None
+        if target and ("a", name) not in self._active:     # `namespace C = cfg;` `C::kThreads`
+            self._active.add(("a", name))
+            try:
+                v = self.name_value(target + b"::" + rest, scope, bind, at)
+            finally:
+                self._active.discard(("a", name))
         return v
 
     def _element(self, node, scope, bind):

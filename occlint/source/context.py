@@ -267,6 +267,8 @@ class Context:
                               if p.type == "identifier" or p.text == b"...")
                 env.add_macro(name.text, value.text if value is not None else b"", names)
         self._add_outside_macros()
+        if b"namespace" in self.data and b"=" in self.data:
+            _namespace_aliases(self.tx.parse_data, env.namespace_aliases)
         for decl in caps.get("global", ()):
             if qualifiers(decl) & {b"const", b"constexpr"}:
                 for init in decl.children_by_field_name("declarator"):
@@ -632,6 +634,25 @@ class Context:
                     return None
                 members.append((sa[0] * count, sa[1]))
         return types.layout(members) if members else None
+
+
+_NAMESPACE_ALIAS = re.compile(rb"namespace\s+([A-Za-z_]\w*)\s*=\s*"
+                              rb"((?:::\s*)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*;")
+
+
+def _namespace_aliases(data: bytes, into: dict) -> None:
+    """`namespace C = cfg;` (at any scope; strings and comments aside) into `into` as
+    {b"C": b"cfg"}; a name aliased to two namespaces: None."""
+    from occlint.source.text import blank_noise
+
+    code = blank_noise(data)
+    for m in _NAMESPACE_ALIAS.finditer(code):
+        if m.start() and code[m.start() - 1] in _WORD_BYTES:
+            continue                                # (`xnamespace ...`)
+        target = b"".join(m.group(2).split()).lstrip(b":")
+        if into.get(m.group(1), target) != target:
+            target = None
+        into[m.group(1)] = target
 
 
 _WORDS: dict[bytes, re.Pattern] = {}      # name -> compiled whole-word pattern
