@@ -1657,3 +1657,15 @@ def test_a_constant_named_through_a_namespace_alias_is_read():
             "// namespace E = cfg;\n"
             "void e(float* p) { k<<<1, E::kThreads>>>(p); }\n")
     assert [la.block.total for la in parse(text).launches] == [1024, 64, None, None, None]
+
+
+def test_a_dim3_local_of_template_parameters_names_them():
+    # vllm's paged_attention and tiny-cuda-nn's grid.h: `dim3 block(NUM_THREADS);` in a
+    # template function no call of the file instantiates: the block was "not a compile-time
+    # constant"; it depends on the template parameter, which is what the listing now says
+    text = ("__global__ void k(float* p) {}\n"
+            "template <int NUM_THREADS = 128, int W>\n"
+            "void launch(float* p) { dim3 block(NUM_THREADS); k<<<1, block>>>(p);\n"
+            "  const dim3 t = {W * 4, 2}; k<<<1, t>>>(p); dim3 n(64); k<<<1, n>>>(p); }\n")
+    got = [(la.block.total, la.block_template) for la in parse(text).launches]
+    assert got == [(None, ("NUM_THREADS",)), (None, ("W",)), (64, ())]

@@ -993,6 +993,7 @@ class LaunchReader:
         )
 
 
+_DIM3 = re.compile(rb"\bdim3\s+([A-Za-z_]\w*)\s*(?:=\s*(?:dim3\s*)?)?[({]([^;]*)[)}]\s*;")
 _USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=([^;]*);")
 _TYPEDEF = re.compile(rb"\btypedef\b([^;]*)\b([A-Za-z_]\w*)\s*;")
 _CONSTEXPR = re.compile(rb"\bconstexpr\b[^;=()]*\b([A-Za-z_]\w*)\s*=([^;]*);")
@@ -1002,12 +1003,12 @@ _ALIASES: dict[bytes, dict[bytes, bytes]] = {}      # a function's text -> its a
 
 def _aliases(body: bytes) -> dict[bytes, bytes]:
     """name -> the text that defines it in `body`: the first `using name = TEXT;`, else the
-    first `typedef TEXT name;`, else the first `constexpr ... name = TEXT;` (each keyword's
-    pattern run once per function, not once per name)."""
+    first `typedef TEXT name;`, else the first `constexpr ... name = TEXT;`, else the first
+    `dim3 name(TEXT);` (each keyword's pattern run once per function, not once per name)."""
     got = _ALIASES.get(body)
     if got is None:
         got = {}
-        for pattern, name, text, word in ((_CONSTEXPR, 1, 2, b"constexpr"),
+        for pattern, name, text, word in ((_DIM3, 1, 2, b"dim3"), (_CONSTEXPR, 1, 2, b"constexpr"),
                                           (_TYPEDEF, 2, 1, b"typedef"), (_USING, 1, 2, b"using")):
             if word in body:        # the last kind written wins: `using` over the others
                 found: dict[bytes, bytes] = {}
