@@ -684,3 +684,29 @@ def test_an_undefined_identifier_a_header_defines_under_a_condition_names_it(tmp
                                                                       str(tmp_path))
     for name in ("HEIGHT", "DARK_CUDA_H", "absent"):      # an #else's, a guard's, none
         assert explain_undefined(msg.format(name), str(tmp_path)) == msg.format(name)
+
+
+def test_a_missing_pytorch_header_names_the_folders_to_add(tmp_path, monkeypatch):
+    # vllm (built with CMake, not a setup.py extension): "part of PyTorch (`pip install
+    # torch`)" did not help, torch was installed; the hint names torch's header folders,
+    # found without importing torch, or says how to get them
+    import importlib
+    import sys
+
+    from occlint.toolchain.libraries import explain_missing
+
+    message = 'cannot open source file "torch/all.h"'
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" not in p])
+    importlib.invalidate_caches()
+    assert explain_missing(message, 13).endswith(
+        "add the folders `torch.utils.cpp_extension.include_paths()` gives to `include-dirs` "
+        "(`pip install torch` first; a setup.py extension's units get them by themselves)")
+    api = tmp_path / "torch" / "include" / "torch" / "csrc" / "api" / "include"
+    api.mkdir(parents=True)
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('never imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    inc = tmp_path / "torch" / "include"
+    assert explain_missing(message, 13) == (
+        f"`torch/all.h` not found: part of PyTorch's C++ headers: add `{inc}` and `{api}` to "
+        "`include-dirs`")

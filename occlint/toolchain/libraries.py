@@ -150,6 +150,8 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
     # another NCCL's headers), then a package that ships it
     here = project_folders(header, root, cache) if root and not add else []
     known = package_for(header, cuda_major) if not here else None
+    if known and known[0] == "PyTorch" and not add:
+        return f"`{header}` not found: part of PyTorch's C++ headers: {_torch_hint()}"
     if known:
         library, package = known
         return (f"`{header}` not found: part of {library} (`pip install {package}`), "
@@ -167,6 +169,26 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
                 f"{' and '.join(f'`{h}`' for h in here)}: add the one the build uses to "
                 f"`include-dirs`{tail}")
     return f"`{header}` not found: add its folder to `include-dirs`{tail}"
+
+
+def _torch_hint() -> str:
+    """What to do about a missing PyTorch header outside a setup.py extension (whose units get
+    torch's folders by themselves): the folders of the torch this Python has, found without
+    importing it, else how to get them."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    base = os.path.join(os.path.dirname(spec.origin), "include") if spec and spec.origin else ""
+    dirs = [d for d in (base, os.path.join(base, "torch", "csrc", "api", "include"))
+            if base and os.path.isdir(d)]
+    if dirs:
+        return f"add {' and '.join(f'`{d}`' for d in dirs)} to `include-dirs`"
+    return ("add the folders `torch.utils.cpp_extension.include_paths()` gives to "
+            "`include-dirs` (`pip install torch` first; a setup.py extension's units get them "
+            "by themselves)")
 
 
 _PROJECT_FILES: dict[str, list[str]] = {}     # root -> its files, relative, in walk order
