@@ -1669,3 +1669,20 @@ def test_a_dim3_local_of_template_parameters_names_them():
             "  const dim3 t = {W * 4, 2}; k<<<1, t>>>(p); dim3 n(64); k<<<1, n>>>(p); }\n")
     got = [(la.block.total, la.block_template) for la in parse(text).launches]
     assert got == [(None, ("NUM_THREADS",)), (None, ("W",)), (64, ())]
+
+
+def test_an_explicit_instantiation_binds_a_launchers_template_parameters():
+    # `template void launch<128>(float*);` (a library's instantiation list) and `launch<>`
+    # (its default) are instantiations as a call `launch<128>(p)` is: the block they give
+    text = ("__global__ void k(float* p) {}\n"
+            "template <int NUM_THREADS>\nvoid a(float* p) { dim3 b(NUM_THREADS); k<<<1, b>>>(p); }\n"
+            "template void a<128>(float*);\n"
+            "namespace n {\ntemplate <int T = 64>\nvoid d(float* p) { k<<<1, T>>>(p); }\n"
+            "template void d<>(float*);\n}\n"
+            "template <int T>\nvoid two(float* p) { k<<<1, T * 2>>>(p); }\n"
+            "template void two<32>(float*);\ntemplate void two<64>(float*);\n"
+            "template <int T>\nvoid none(float* p) { k<<<1, T>>>(p); }\n")
+    got = [(la.function, la.block.total, tuple(c[0] for c in la.choices))
+           for la in parse(text).launches]
+    assert got == [("a", 128, ()), ("d", 64, ()), ("two", None, (64, 128)),
+                   ("none", None, ())]

@@ -337,10 +337,13 @@ def _template_bindings(ctx: Context, fn, t, depth: int) -> list[dict[bytes, int 
         return None
     out: list[dict[bytes, int | str]] = []
     overloaded = _definitions(ctx).get(ident.text, 0) > 1
-    for call in calls_of(ctx, ident.text):
+    # the live calls, then the explicit instantiations (`template void launch<128>(float*);`,
+    # `launch<>`: its defaults), read as calls that write their template arguments
+    sites = [(call, _written_template_args(call)) for call in calls_of(ctx, ident.text)] + \
+        [(inst, args) for inst, args in _function_instantiations(ctx, ident.text)]
+    for call, targs in sites:
         if fn.start_byte <= call.start_byte < fn.end_byte:
             return None                 # the template calling itself
-        targs = _written_template_args(call)
         if overloaded and targs and not needed <= len(targs) <= len(names):
             continue                    # another overload's (causal_product's `lmha<E, G>`)
         scope = ctx.scope_of(call.start_byte)   # (an argument not written: its default, else
@@ -369,6 +372,35 @@ def _template_bindings(ctx: Context, fn, t, depth: int) -> list[dict[bytes, int 
         if len(out) > MAX_BINDINGS:
             return None
     return out or None
+
+
+def _function_instantiations(ctx: Context, name: bytes) -> list[tuple[object, list]]:
+    """(node, the template arguments written) of each live explicit instantiation of function
+    template `name` at namespace scope (vllm's `template void launch<128>(float*);`)."""
+    if b"template" not in ctx.data:
+        return []
+    memo = ctx.__dict__.setdefault("_function_instantiations", {})
+    if name in memo:
+        return memo[name]
+    out = []
+    todo = [ctx.tree.root_node]
+    while todo:
+        node = todo.pop()
+        for c in node.named_children:
+            if c.type in ("namespace_definition", "declaration_list", "linkage_specification"):
+                todo.append(c)
+            elif c.type == "template_instantiation" and not ctx.dead(c):
+                d = c.child_by_field_name("declarator")
+                f = d.child_by_field_name("declarator") if d is not None and \
+                    d.type == "function_declarator" else None
+                while f is not None and f.type == "qualified_identifier":
+                    f = f.child_by_field_name("name")
+                fname = f.child_by_field_name("name") if f is not None and \
+                    f.type == "template_function" else None
+                if fname is not None and fname.text == name:
+                    out.append((c, exprs(f.child_by_field_name("arguments"))))
+    memo[name] = out
+    return out
 
 
 def _class_instantiations(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
