@@ -402,11 +402,13 @@ def test_a_constexpr_shared_size_of_a_template_launcher_is_read_per_call(tmp_pat
     (tmp_path / "called.cu").write_text(
         SMEM_TILE + "void dispatch(float* out, int mt, cudaStream_t s) {\n"
         "  if (mt == 32) launch_tile<float, 32>(out, s); else launch_tile<float, 128>(out, s);\n}\n")
-    (tmp_path / "alone.cu").write_text(
+    (tmp_path / "alone.cu").write_text(SMEM_TILE)
+    # an explicit instantiation binds as a call does
+    (tmp_path / "listed.cu").write_text(
         SMEM_TILE + "template void launch_tile<float, 32>(float*, cudaStream_t);\n")
     (tmp_path / "fails.cu").write_text('#include "not_there.h"\n' + SMEM_TILE)
     recs = json.loads(run_main("kernels", "--json", "--arch", "sm_80", "--no-cache", "called.cu",
-                               "alone.cu", "fails.cu", cwd=tmp_path).stdout)
+                               "alone.cu", "listed.cu", "fails.cu", cwd=tmp_path).stdout)
     launch = {r["path"]: r for r in recs if r["kind"] == "launch"}
     assert sorted((b["template_values"], b["dynamic_smem"])
                   for b in launch["called.cu"]["bindings"]) == [
@@ -416,6 +418,8 @@ def test_a_constexpr_shared_size_of_a_template_launcher_is_read_per_call(tmp_pat
     assert launch["alone.cu"]["no_occupancy"].startswith(
         "the dynamic shared memory `smem` depends on template parameters of `launch_tile` "
         "(`MT`, `T`)")
+    assert launch["listed.cu"]["dynamic_smem"] == 2 * 32 * 72 * 4
+    assert launch["listed.cu"]["occupancy"]["sm_80"]["active_blocks"] == 8   # threads bind
     assert launch["fails.cu"]["no_occupancy"].startswith("nvcc failed on this file")
 
 

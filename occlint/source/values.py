@@ -383,24 +383,35 @@ def _function_instantiations(ctx: Context, name: bytes) -> list[tuple[object, li
     if name in memo:
         return memo[name]
     out = []
-    todo = [ctx.tree.root_node]
-    while todo:
-        node = todo.pop()
-        for c in node.named_children:
-            if c.type in ("namespace_definition", "declaration_list", "linkage_specification"):
-                todo.append(c)
-            elif c.type == "template_instantiation" and not ctx.dead(c):
-                d = c.child_by_field_name("declarator")
-                f = d.child_by_field_name("declarator") if d is not None and \
-                    d.type == "function_declarator" else None
-                while f is not None and f.type == "qualified_identifier":
-                    f = f.child_by_field_name("name")
-                fname = f.child_by_field_name("name") if f is not None and \
-                    f.type == "template_function" else None
-                if fname is not None and fname.text == name:
-                    out.append((c, exprs(f.child_by_field_name("arguments"))))
+    for c in _instantiations(ctx):
+        d = c.child_by_field_name("declarator")
+        f = d.child_by_field_name("declarator") if d is not None and \
+            d.type == "function_declarator" else None
+        while f is not None and f.type == "qualified_identifier":
+            f = f.child_by_field_name("name")
+        fname = f.child_by_field_name("name") if f is not None and \
+            f.type == "template_function" else None
+        if fname is not None and fname.text == name:
+            out.append((c, exprs(f.child_by_field_name("arguments"))))
     memo[name] = out
     return out
+
+
+def _instantiations(ctx: Context) -> list:
+    """The live explicit instantiations (`template ...;`) at namespace scope, in file order
+    of their containers (found once per file)."""
+    got = ctx.__dict__.get("_instantiations")
+    if got is None:
+        got = ctx.__dict__["_instantiations"] = []
+        todo = [ctx.tree.root_node]
+        while todo:
+            node = todo.pop()
+            for c in node.named_children:
+                if c.type in ("namespace_definition", "declaration_list", "linkage_specification"):
+                    todo.append(c)
+                elif c.type == "template_instantiation" and not ctx.dead(c):
+                    got.append(c)
+    return got
 
 
 def _class_instantiations(ctx: Context, fn) -> list[dict[bytes, int | str]] | None:
@@ -418,27 +429,21 @@ def _class_instantiations(ctx: Context, fn) -> list[dict[bytes, int | str]] | No
         return None
     names = _template_parameters(holder)
     out: list[dict[bytes, int | str]] = []
-    todo = [ctx.tree.root_node]
-    while todo:
-        node = todo.pop()
-        for c in node.named_children:
-            if c.type in ("namespace_definition", "declaration_list", "linkage_specification"):
-                todo.append(c)
-            elif c.type == "template_instantiation" and not ctx.dead(c):
-                ty = c.child_by_field_name("type")
-                tt = next((x for x in (ty.named_children if ty is not None else ())
-                           if x.type == "template_type"), None)
-                if tt is None or tt.child_by_field_name("name").text != name.text:
-                    continue
-                args = exprs(tt.child_by_field_name("arguments"))
-                bind: dict[bytes, int | str] = {}
-                for n, a in zip(names, args, strict=False):
-                    v = ctx.env.value(a, None) if a.type != "type_descriptor" else \
-                        b" ".join(a.text.split()).decode("utf-8", "replace")
-                    if v is not None and n:
-                        bind[n] = v
-                if bind and bind not in out:
-                    out.append(bind)
+    for c in _instantiations(ctx):
+        ty = c.child_by_field_name("type")
+        tt = next((x for x in (ty.named_children if ty is not None else ())
+                   if x.type == "template_type"), None)
+        if tt is None or tt.child_by_field_name("name").text != name.text:
+            continue
+        args = exprs(tt.child_by_field_name("arguments"))
+        bind: dict[bytes, int | str] = {}
+        for n, a in zip(names, args, strict=False):
+            v = ctx.env.value(a, None) if a.type != "type_descriptor" else \
+                b" ".join(a.text.split()).decode("utf-8", "replace")
+            if v is not None and n:
+                bind[n] = v
+        if bind and bind not in out:
+            out.append(bind)
     return out[:MAX_BINDINGS] or None
 
 
