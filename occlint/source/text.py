@@ -73,26 +73,28 @@ def _one_branch(data: bytes) -> list[tuple[int, int]]:
         elif word == b"endif" and stack:
             lines, branches, since = stack.pop()
             branches.append((since, start))
-            if _in_a_head(data, lines[0][0], branches) or _opens_in_each(data, branches) or \
-                    _unbalanced_alone(data, branches):
-                groups.append(([*lines, (start, end)], branches))
+            alone = not (_in_a_head(data, lines[0][0], branches) or
+                         _opens_in_each(data, branches))
+            if not alone or _unbalanced_alone(data, branches):
+                groups.append(([*lines, (start, end)], branches, alone))
     if not groups:
         return []
     live = None
     out: list[tuple[int, int]] = []
-    for lines, branches in groups:
+    for lines, branches, alone in groups:
         out += lines
+        if len(branches) == 1 and not alone:
+            continue                # (a lone branch in a kernel's head: kept)
         if live is None:
             from occlint.source.preproc import View, scan
             live = scan(data, "", View(arch="sm_90"), reader=lambda _path: None)
-        if len(branches) > 1:
-            keep = next((b for b in branches if b[1] <= b[0] + 1 or
-                         not live.is_dead(b[0] + 1, b[1])), branches[-1])
-            out += [b for b in branches if b is not keep]
-        elif branches[0][1] > branches[0][0] + 1 and live.is_dead(branches[0][0] + 1,
-                                                                   branches[0][1]):
-            out += branches         # a lone branch dead for sm_90 (vllm's `#if __CUDA_ARCH__ <
-            #                           800` around `if constexpr (...) { return; } else {`)
+        if alone:                   # a lone branch whose braces pair with another group's,
+            lo, hi = branches[0]    # dead for sm_90 (vllm's `#if __CUDA_ARCH__ < 800`
+            out += branches if live.is_dead(lo + 1, hi) else []     # around `} else {`)
+            continue
+        keep = next((b for b in branches if b[1] <= b[0] + 1 or
+                     not live.is_dead(b[0] + 1, b[1])), branches[-1])
+        out += [b for b in branches if b is not keep]
     return [(a, b) for a, b in out if b > a]
 
 
