@@ -22,7 +22,13 @@ import re
 from dataclasses import replace
 
 from occlint.source.consteval import declarator_name
-from occlint.source.context import Context, ancestors, function_declarator, word_starts
+from occlint.source.context import (
+    _REGEX_WORD,
+    Context,
+    ancestors,
+    function_declarator,
+    word_starts,
+)
 from occlint.source.launches import LaunchReader, _args, callee_parts, unwrap_kernel_ref
 from occlint.source.macros import _at_use, _bound
 from occlint.source.values import calls_of
@@ -58,7 +64,6 @@ def _maybe_forwarded(la, kernels) -> bool:
         la.callee not in kernels and la.span is not None
 
 
-_WORD = frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _SPACE = frozenset(b" \t\n\r\f\v")
 
 
@@ -73,7 +78,7 @@ def _chevron_callees(data: bytes) -> set[bytes]:
         while end > 0 and data[end - 1] in _SPACE:
             end -= 1
         start = end
-        while start > 0 and data[start - 1] in _WORD:
+        while start > 0 and data[start - 1] in _REGEX_WORD:
             start -= 1
         if start < end and not 48 <= data[start] <= 57:
             names.add(data[start:end])

@@ -49,8 +49,11 @@ def _declared_with_value(data: bytes, name: bytes, start: int, end: int) -> bool
     return False
 
 
+_IDENTIFIERS = re.compile(rb"[A-Za-z_]\w*")
+
+
 def _words(node) -> set[bytes]:
-    return set(re.findall(rb"[A-Za-z_]\w*", node.text)) if node is not None else set()
+    return set(_IDENTIFIERS.findall(node.text)) if node is not None else set()
 
 
 def _args(node) -> list:
@@ -238,24 +241,21 @@ def _passed_elsewhere(ctx: Context, whole: bytes, index: int, depth: int) -> set
         other = header_context(path, ctx.view)
         if other is None:
             return set()
-        reader = _READERS.get(id(other))
-        if reader is None or reader[0] is not other:
-            reader = _READERS[id(other)] = (other, LaunchReader(other))
+        reader = other.__dict__.get("_launch_reader")      # (one per context, kept on it)
+        if reader is None:
+            reader = other.__dict__["_launch_reader"] = LaunchReader(other)
         for call in calls_of(other, parts[-1]):
             called = b"".join(call.child_by_field_name("function").text.split()).split(b"<")[0]
             said = called.lstrip(b":").split(b"::")
             if said != parts[-len(said):] or (len(said) == 1 and len(parts) > 1):
                 continue                    # another namespace's (BACKWARD::render)
             args = _args(call.child_by_field_name("arguments"))
-            d = reader[1].dim3(args[index], other.scope_of(call.start_byte), depth + 1) \
+            d = reader.dim3(args[index], other.scope_of(call.start_byte), depth + 1) \
                 if index < len(args) else None
             if d is None or d.total is None:
                 return set()
             got.add((d.x, d.y, d.z))
     return got
-
-
-_READERS: dict[int, tuple] = {}         # id(Context) -> (it, its LaunchReader), per process
 
 
 def _callers_beside(path: str, name: bytes) -> list[str]:
@@ -997,7 +997,6 @@ _DIM3 = re.compile(rb"\bdim3\s+([A-Za-z_]\w*)\s*(?:=\s*(?:dim3\s*)?)?[({]([^;]*)
 _USING = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=([^;]*);")
 _TYPEDEF = re.compile(rb"\btypedef\b([^;]*)\b([A-Za-z_]\w*)\s*;")
 _CONSTEXPR = re.compile(rb"\bconstexpr\b[^;=()]*\b([A-Za-z_]\w*)\s*=([^;]*);")
-_IDENTIFIERS = re.compile(rb"[A-Za-z_]\w*")
 _ALIASES: dict[bytes, dict[bytes, bytes]] = {}      # a function's text -> its aliases
 
 

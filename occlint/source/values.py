@@ -295,11 +295,15 @@ def _defined_name(fn):
 
 def _written_template_args(call) -> list:
     """The template arguments a call writes (`ns::f<128, 4>(...)`); [] when it writes none."""
-    f = call.child_by_field_name("function")
-    while f is not None and f.type == "qualified_identifier":
-        f = f.child_by_field_name("name")
-    return exprs(f.child_by_field_name("arguments")) \
-        if f is not None and f.type == "template_function" else []
+    f = _template_function(call.child_by_field_name("function"))
+    return exprs(f.child_by_field_name("arguments")) if f is not None else []
+
+
+def _template_function(name):
+    """The `template_function` a (qualified) name ends in (`ns::f<128>` -> `f<128>`), or None."""
+    while name is not None and name.type == "qualified_identifier":
+        name = name.child_by_field_name("name")
+    return name if name is not None and name.type == "template_function" else None
 
 
 def template_bindings(ctx: Context, fn, depth: int = 0) -> list[dict[bytes, int | str]] | None:
@@ -385,12 +389,9 @@ def _function_instantiations(ctx: Context, name: bytes) -> list[tuple[object, li
     out = []
     for c in _instantiations(ctx):
         d = c.child_by_field_name("declarator")
-        f = d.child_by_field_name("declarator") if d is not None and \
+        f = _template_function(d.child_by_field_name("declarator")) if d is not None and \
             d.type == "function_declarator" else None
-        while f is not None and f.type == "qualified_identifier":
-            f = f.child_by_field_name("name")
-        fname = f.child_by_field_name("name") if f is not None and \
-            f.type == "template_function" else None
+        fname = f.child_by_field_name("name") if f is not None else None
         if fname is not None and fname.text == name:
             out.append((c, exprs(f.child_by_field_name("arguments"))))
     memo[name] = out
