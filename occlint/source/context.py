@@ -267,7 +267,7 @@ class Context:
                               if p.type == "identifier" or p.text == b"...")
                 env.add_macro(name.text, value.text if value is not None else b"", names)
         self._add_outside_macros()
-        if b"namespace" in self.data and b"=" in self.data:
+        if b"namespace" in self.data:
             _namespace_aliases(self.tx.parse_data, env.namespace_aliases)
         for decl in caps.get("global", ()):
             if qualifiers(decl) & {b"const", b"constexpr"}:
@@ -645,6 +645,8 @@ def _namespace_aliases(data: bytes, into: dict) -> None:
     {b"C": b"cfg"}; a name aliased to two namespaces: None."""
     from occlint.source.text import blank_noise
 
+    if _NAMESPACE_ALIAS.search(data) is None:
+        return                      # (most files: none, and no text to blank)
     code = blank_noise(data)
     for m in _NAMESPACE_ALIAS.finditer(code):
         if m.start() and code[m.start() - 1] in _WORD_BYTES:
