@@ -299,11 +299,12 @@ _DECLARED_BY: list[tuple[re.Pattern, str, str]] = [(re.compile(p), lib, h) for p
 _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 
 
-def explain_undefined(message: str, root: str | None = None) -> str:
+def explain_undefined(message: str, root: str | None = None, cache=None) -> str:
     """An undefined identifier of a CUDA library (or MPI) names the header that declares it:
     the build may include it under a `-D` occlint was not given (ParRes' PRK_USE_CUBLAS). One a
     project header `#define`s inside a conditional names the header and the condition
-    (darknet's `BLOCK`, under `#ifdef GPU` in dark_cuda.h, which its build always defines)."""
+    (darknet's `BLOCK`, under `#ifdef GPU` in dark_cuda.h, which its build always defines).
+    `cache`: as project_files'."""
     m = _UNDEFINED.search(message)
     if m is None or "declared by" in message or "is defined in" in message:
         return message
@@ -311,7 +312,7 @@ def explain_undefined(message: str, root: str | None = None) -> str:
         if pattern.match(m.group(1)):
             return (f"{message} (declared by {lib}'s {header}, which this compile did not "
                     "include: the build may include it under a -D; see `nvcc-flags`)")
-    guarded = _guarded_defines(root).get(m.group(1).encode()) if root else None
+    guarded = _guarded_defines(root, cache).get(m.group(1).encode()) if root else None
     if guarded:
         where, line, condition = guarded
         return (f"{message} (`{m.group(1)}` is defined in {where}:{line} under `#"
@@ -324,7 +325,7 @@ _GUARDED: dict[str, dict[bytes, tuple[str, int, str]]] = {}
 _CONDITION = re.compile(rb"\s*(\w+)\s*(.*)")
 
 
-def _guarded_defines(root: str) -> dict[bytes, tuple[str, int, str]]:
+def _guarded_defines(root: str, cache=None) -> dict[bytes, tuple[str, int, str]]:
     """Macro name -> (header relative to `root`, line, its innermost condition: `ifdef GPU`)
     for the `#define`s of the project's headers that sit inside a conditional; the headers
     read once per process and root (the tree walked as discovery walks it), at most 4000."""
@@ -336,7 +337,7 @@ def _guarded_defines(root: str) -> dict[bytes, tuple[str, int, str]]:
     from occlint.source.preproc import _directives
 
     got = _GUARDED[root] = {}
-    for rel in [f for f in project_files(root) if f.endswith(HEADER_SUFFIXES)][:4000]:
+    for rel in [f for f in project_files(root, cache) if f.endswith(HEADER_SUFFIXES)][:4000]:
         path = os.path.join(root, rel)
         try:
             data = read_regular(path)[:1 << 20]
