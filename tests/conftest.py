@@ -1,7 +1,7 @@
 """Shared test helpers: run the real CLI, find nvcc (never skip in CI); markers and test order.
 
-Markers (pyproject.toml lists them): `nvcc` for every test that runs the compiler (any test using
-the `nvcc_path` fixture gets it automatically), `slow` for the long poles (a real pre-commit, CMake
+Markers (pyproject.toml lists them): `nvcc` for every test that runs NVIDIA's compiler, nvcc or
+NVRTC (any test using the `nvcc_path` or `nvrtc_lib` fixture gets it automatically), `slow` for the long poles (a real pre-commit, CMake
 or editor session). `pytest -m "not nvcc"` is the quick inner loop. Slow tests are collected first
 so that, spread over the workers (`-n auto` is the default), they do not end up as the tail.
 """
@@ -157,8 +157,9 @@ def nvcc_path() -> str:
     return str(found.path)
 
 
-# Tests that reach nvcc through the CLI or the language server without asking for `nvcc_path`
-# (found with tests/harness/audit/sitecustomize.py, which logs every nvcc a test starts). A test
+# Tests that reach nvcc or NVRTC through the CLI or the language server without asking for
+# `nvcc_path` or `nvrtc_lib` (found with tests/harness/audit/sitecustomize.py, which logs every
+# nvcc a test starts and every NVRTC compile). A test
 # missing here still passes; it only makes the `-m "not nvcc"` loop slower, or fail without nvcc.
 CALLS_NVCC = {
     "test_baseline.py::test_baseline_cli_round_trip",
@@ -197,13 +198,17 @@ CALLS_NVCC = {
     "test_hostile_lsp.py::test_a_fifo_document_never_blocks_the_loop",
     "test_hostile_lsp.py::test_malformed_framing_does_not_stop_the_server",
     "test_hostile_output.py::test_format_to_file_is_written_whole",
+    "test_python.py::test_python_that_does_not_parse_is_a_notice_not_a_traceback",
+    "test_python.py::test_python_that_python_cannot_compile_does_not_crash_the_process",
 }
+COMPILER_FIXTURES = ("nvcc_path", "nvrtc_lib")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.nodeid.split("/")[-1].split("[")[0]
-        if "nvcc_path" in getattr(item, "fixturenames", ()) or name in CALLS_NVCC:
+        if name in CALLS_NVCC or any(f in getattr(item, "fixturenames", ())
+                                     for f in COMPILER_FIXTURES):
             item.add_marker(pytest.mark.nvcc)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)   # stable sort
 
