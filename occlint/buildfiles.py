@@ -54,6 +54,8 @@ def scan(text: str, path: str) -> list[FlagHit]:
     """The `-maxrregcount` flags that cap registers for an optimised build: `-maxrregcount=0`
     means no limit (nvcc's default), and a cap set beside `-G` (a device-debug build, where
     unoptimised code needs it to launch at all) is not about occupancy."""
+    if "maxrregcount" not in text:      # every scanner's flag spells it (no parse, no libcst)
+        return []
     kind = kind_of(path)
     return [hit for hit in SCANNERS[kind](text) if hit.value != 0
             and not _beside_device_debug(text, hit.span, kind)]

@@ -439,7 +439,7 @@ def _collect(cuda: Sequence[str], config: Config, jobs: int | None, result: Lint
         return None
     from occlint.python import build_entries
     from occlint.toolchain import collect_usage
-    extra = build_entries(config.root, cuda, python)
+    extra = build_entries(config.root, cuda, python, config)
     report = collect_usage(list(cuda), config, jobs=jobs, extra_entries=extra,
                            meanwhile=lambda read: _load_the_linter(texts or {}, read))
     if report.notice:

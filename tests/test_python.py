@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import sys
 import tempfile
 import textwrap
 
@@ -438,6 +439,47 @@ def test_setup_py_nvcc_flags_through_a_helper_or_unreadable(tmp_path):
                                     "list occlint can read: it compiles without them")
 
 
+_ENTRIES_RUN = """
+import sys
+from occlint.config import Config
+from occlint.python import build_entries
+root = sys.argv[1]
+entries = build_entries(root, [root + "/csrc/a.cu"], (), Config(root=root, cache_dir=root + "/c"))
+print(sorted((e["file"].rsplit("/", 1)[-1], [a for a in e["arguments"] if a.startswith("-DTILE")])
+             for e in entries))
+print("libcst" in sys.modules)
+"""
+
+
+def test_extension_entries_are_kept_until_the_setup_or_its_globs_change(tmp_path):
+    """A warm run reads a setup.py's extension entries from the cache, without libcst (0.5 s of
+    causal-conv1d's 0.7 s warm check); an edit of setup.py, or a new file its `glob.glob`
+    finds, is read again."""
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "a.cu").write_text("__global__ void a() {}\n")
+    setup = tmp_path / "setup.py"
+    setup.write_text(textwrap.dedent('''\
+        import glob
+        from torch.utils.cpp_extension import CUDAExtension
+        CUDAExtension(name="e", sources=glob.glob("csrc/*.cu"),
+                      extra_compile_args={"nvcc": ["-DTILE=512"]})
+        '''))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _ENTRIES_RUN, str(tmp_path)],
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+        return out[0], out[1]
+
+    a = "[('a.cu', ['-DTILE=512'])]"
+    assert run() == (a, "True")
+    assert run() == (a, "False")                # kept: libcst not imported
+    (tmp_path / "csrc" / "b.cu").write_text("__global__ void b() {}\n")
+    assert run() == ("[('a.cu', ['-DTILE=512']), ('b.cu', ['-DTILE=512'])]", "True")
+    setup.write_text(setup.read_text().replace("512", "256"))
+    assert run() == ("[('a.cu', ['-DTILE=256']), ('b.cu', ['-DTILE=256'])]", "True")
+    assert run()[1] == "False"
+
+
 def test_setup_py_include_dirs_written_with_pathlib(tmp_path):
     # flash-attention: include_dirs=[Path(this_dir) / "csrc" / "flash_attn", ...] were not
     # read, so every unit missed its own headers
@@ -462,7 +504,7 @@ def test_setup_py_include_dirs_written_with_pathlib(tmp_path):
 
 
 def test_load_call_in_a_python_file_gives_flags(tmp_path):
-    from occlint.python.extensions import run_entries
+    from occlint.python import build_entries
 
     _extension(tmp_path)
     (tmp_path / "build.py").write_text(textwrap.dedent('''\
@@ -470,7 +512,7 @@ def test_load_call_in_a_python_file_gives_flags(tmp_path):
         ext = load("e", sources=["csrc/k.cu"], extra_cuda_cflags=["-DTILE=512"],
                    extra_include_paths=["csrc/include"])
         '''))
-    entries = run_entries(str(tmp_path), [str(tmp_path / "build.py")])
+    entries = build_entries(str(tmp_path), (), [str(tmp_path / "build.py")])
     assert len(entries) == 1 and entries[0]["file"] == str(tmp_path / "csrc" / "k.cu")
     args = entries[0]["arguments"]
     assert "-DTILE=512" in args and f"-I{tmp_path / 'csrc' / 'include'}" in args

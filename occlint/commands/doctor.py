@@ -85,7 +85,8 @@ def run(args) -> int:
     if paths:       # setup.py's extension units, as `check` compiles them (engine.collect)
         from occlint.python import build_entries, entries_database, is_python
         extensions = entries_database(build_entries(
-            config.root, [p for p in paths if not is_python(p)], [p for p in paths if is_python(p)]))
+            config.root, [p for p in paths if not is_python(p)], [p for p in paths if is_python(p)],
+            config))
     for path in paths:
         rows += _file_rows(path, config, nvcc, libs, extensions)
     _print(rows)

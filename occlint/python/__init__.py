@@ -177,16 +177,86 @@ def setups(root: str, files=()) -> list[str]:
     return list(dict.fromkeys(os.path.realpath(p) for p in found))
 
 
-def build_entries(root: str, cuda=(), python=()) -> list[dict]:
+def build_entries(root: str, cuda=(), python=(), config=None) -> list[dict]:
     """The compile-database entries a run's `setup.py` files (`setups`) and its Python files'
     `CUDAExtension`/`load(...)` calls give its CUDA files: what `check`, `kernels` and `doctor`
     compile them with when no database has an entry of their own. libcst only when there is
-    something to read."""
+    something to read that the cache of `config` (none with --no-cache) does not answer."""
     found = setups(root, cuda)
     if not python and not found:
         return []
-    from occlint.python.extensions import run_entries
-    return run_entries(root, python, found=found)
+    from occlint.files import read_regular
+
+    cache = None
+    if config is not None and not config.no_cache:
+        from occlint.toolchain.cache import Cache, cache_dir
+        cache = Cache(cache_dir(config))
+    out: list[dict] = []
+    seen: set[str] = set()
+    for path in [*found, *python]:
+        if os.path.realpath(path) in seen:
+            continue
+        seen.add(os.path.realpath(path))
+        try:
+            data = read_regular(path)           # never a FIFO or device
+        except OSError:
+            continue
+        if path not in found and b"cpp_extension" not in data and b"CUDAExtension" not in data:
+            continue
+        try:        # a setup.py that is not UTF-8 gives none; another Python file is read anyway
+            text = data.decode("utf-8") if path in found else data.decode("utf-8", "replace")
+        except UnicodeDecodeError:
+            continue
+        out += _extension_entries(path, text, cache)
+    return out
+
+
+def expand_glob(pattern: str, root: str) -> list[str]:
+    """`glob.glob(pattern)` as the build would see it from `root`, relative to `root`."""
+    import glob
+
+    full = pattern if os.path.isabs(pattern) else os.path.join(root, pattern)
+    return sorted(os.path.relpath(p, root) for p in glob.glob(full, recursive=True))
+
+
+ENTRIES = ".ext"        # a Python file's extension entries in the compile cache's folder
+
+
+def _extension_entries(path: str, text: str, cache) -> list[dict]:
+    """`extensions.extension_entries(path, text)`, kept in `cache` under a key of occlint's code,
+    the file's path and text and the installed torch; a hit also needs every `glob.glob` the
+    file's calls were read with to find the same files (a new `.cu` in a globbed folder)."""
+    import hashlib
+    import importlib.util
+
+    key = None
+    if cache is not None:
+        from occlint.results import _code
+        spec = importlib.util.find_spec("torch")
+        torch = "-"
+        if spec is not None and spec.origin:
+            try:
+                st = os.stat(spec.origin)
+                torch = f"{spec.origin}\0{st.st_size}\0{st.st_mtime_ns}"
+            except OSError:
+                pass
+        h = hashlib.sha256()
+        for part in ("extension entries", _code(), os.path.abspath(path), torch, text):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\x1f")
+        key = h.hexdigest()
+        kept = cache.note(key, ENTRIES)
+        try:
+            if kept is not None and all(expand_glob(pattern, root) == found
+                                        for pattern, root, found in kept["globs"]):
+                return list(kept["entries"])
+        except (KeyError, TypeError, ValueError):
+            pass
+    from occlint.python.extensions import extension_entries
+    globs: list = []
+    entries = extension_entries(path, text, globs=globs)
+    if key is not None:
+        cache.keep(key, ENTRIES, {"entries": entries, "globs": globs})
+    return entries
 
 
 def entries_database(entries):

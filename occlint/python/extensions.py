@@ -10,13 +10,11 @@ The flags are what torch passes to nvcc: its common flags (`-D__CUDA_NO_HALF_OPE
 
 from __future__ import annotations
 
-import glob
 import os
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from occlint.python import setups
 from occlint.python.strings import PyStr
 
 TORCH_NVCC_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -66,9 +64,11 @@ def _wrapped_list(ex, value) -> list[str]:
     return [e.value.evaluated_value for e in items if isinstance(e.value.evaluated_value, str)]
 
 
-def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
+def extension_entries(setup_path: str, text: str | None = None,
+                      globs: list | None = None) -> list[dict]:
     """Compile-database entries for the `.cu` sources of every CUDAExtension/load call in one
-    Python file (paths relative to its folder). An unreadable or unparsable file gives none."""
+    Python file (paths relative to its folder). An unreadable or unparsable file gives none.
+    `globs`: each `glob.glob` its calls were read with is appended, [pattern, folder, found]."""
     from occlint.python.compile import torch_includes
     from occlint.python.extract import PyModel, _Extractor, _last, _name_of, _Scopes
 
@@ -88,6 +88,7 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
     wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
     ex = _Extractor(wrapper, PyModel(setup_path, text))
     ex.glob_root = folder
+    ex.glob_log = globs
     wrapper.visit(_Scopes(ex))
     entries: list[dict] = []
     torch_inc: list[str] | None = None
@@ -145,31 +146,3 @@ def extension_entries(setup_path: str, text: str | None = None) -> list[dict]:
 
     wrapper.module.visit(Calls())
     return entries
-
-
-def expand_glob(pattern: str, root: str) -> list[str]:
-    """`glob.glob(pattern)` as the build would see it from `root`, relative to `root`."""
-    full = pattern if os.path.isabs(pattern) else os.path.join(root, pattern)
-    return sorted(os.path.relpath(p, root) for p in glob.glob(full, recursive=True))
-
-
-def run_entries(root: str, python_files, files=(), found: list[str] | None = None) -> list[dict]:
-    """Entries from the run's setup.py files (`found`, else `setups` for the CUDA `files`) and
-    from every `CUDAExtension`/`load(...)` in the run's Python files (those that name
-    cpp_extension)."""
-    found = setups(root, files) if found is None else found
-    out = [e for setup in found for e in extension_entries(setup)]
-    seen = set(found)
-    for path in python_files:
-        key = os.path.realpath(path)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            from occlint.files import read_regular
-            data = read_regular(path)           # never a FIFO or device
-        except OSError:
-            continue
-        if b"cpp_extension" in data or b"CUDAExtension" in data:
-            out.extend(extension_entries(path, data.decode("utf-8", "replace")))
-    return out

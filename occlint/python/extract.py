@@ -221,6 +221,7 @@ class _Extractor(cst.CSTVisitor):
         self.modules_by_call: dict[cst.Call, Module] = {}
         self.depth = 0
         self.glob_root: str | None = None     # set by extensions.py: `glob.glob` reads this folder
+        self.glob_log: list | None = None     # and the globs read are noted here
         self.prepared_blocks: dict[str, cst.BaseExpression] = {}  # receiver -> prepare(block=)
 
     # --- positions ------------------------------------------------------------------------------
@@ -519,8 +520,11 @@ class _Extractor(cst.CSTVisitor):
         if fname in ("glob.glob", "glob") and self.glob_root and len(args) == 1:
             pattern = self.value(args[0].value, scopes, at)
             if isinstance(pattern, PyStr) and not pattern.unknown:
-                from occlint.python.extensions import expand_glob
-                return [PyStr.synthetic(p, self.start(node)) for p in expand_glob(pattern.text, self.glob_root)]
+                from occlint.python import expand_glob
+                found = expand_glob(pattern.text, self.glob_root)
+                if self.glob_log is not None:
+                    self.glob_log.append([pattern.text, self.glob_root, found])
+                return [PyStr.synthetic(p, self.start(node)) for p in found]
             return Unknown(self.source(node))
         if isinstance(node.func, cst.Attribute):
             owner = node.func.value

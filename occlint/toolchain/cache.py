@@ -48,8 +48,9 @@ def cache_dir(config: Config) -> Path:
 
 GITIGNORE = "# created by occlint\n*\n"
 _ENTRY = re.compile(r"[0-9a-f]{64}\.json\Z")        # a compile's result
-# a dependency list; a run's findings; a project's file list (libraries.project_files)
-_OTHER = re.compile(r"[0-9a-f]{64}\.(deps|findings|files)\Z")
+# a dependency list; a run's findings; a project's file list (libraries.project_files); a
+# Python file's extension entries (python.build_entries)
+_OTHER = re.compile(r"[0-9a-f]{64}\.(deps|findings|files|ext)\Z")
 LIST, FINDINGS = ".deps", ".findings"
 _SUBDIR = re.compile(r"[0-9a-f]{2}\Z")
 

@@ -465,7 +465,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     _REAL.clear()
     from occlint.python import build_entries, entries_database
     if extra_entries is None:
-        extra_entries = build_entries(config.root, paths)
+        extra_entries = build_entries(config.root, paths, config=config)
     extensions = entries_database(extra_entries)
     files = expand_paths(paths)
     units = [f for f in files if is_unit(f, config) and is_regular(f)]   # never a FIFO or device
