@@ -312,7 +312,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         result.sources[path] = texts[path]
     if python:
         from occlint.python import lint_python_paths
-        lint_python_paths(python, config, result)
+        lint_python_paths(python, config, result, reuse=reuse)
     return result
 
 

@@ -343,6 +343,38 @@ def test_check_finds_python_kernels_and_skips_other_python(tmp_path, nvrtc_lib):
     assert "kern.py:9:13: OCC031" in proc.stdout and "plain.py" not in proc.stdout
 
 
+_CHECK_RUN = """
+import sys
+from occlint.cli import main
+try:
+    main(["check", "--arch", "sm_90", "--output-format", "concise", *sys.argv[1:]])
+except SystemExit:
+    pass
+print("libcst", "libcst" in sys.modules)
+"""
+
+
+def test_a_warm_check_reads_a_python_files_lint_from_the_cache(tmp_path, nvrtc_lib):
+    """A Python file's findings and notices are kept (CuPy's own repository: 17.9 -> 0.6 s warm,
+    all of it libcst and compile lookups): an unchanged file is not parsed again; an edit, or
+    other settings, lint it again."""
+    (tmp_path / "kern.py").write_text(SAXPY)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", _CHECK_RUN, *args, str(tmp_path)],
+                              cwd=tmp_path, capture_output=True, text=True)
+
+    first, again = run(), run()
+    assert "kern.py:9:13: OCC031" in first.stdout and first.stdout.endswith("libcst True\n")
+    assert again.stdout == first.stdout.replace("libcst True", "libcst False")
+    assert again.stderr == first.stderr
+    ignored = run("--ignore", "OCC031")
+    assert "OCC031" not in ignored.stdout and ignored.stdout.endswith("libcst True\n")
+    (tmp_path / "kern.py").write_text(SAXPY.replace("BLOCK = 100", "BLOCK = 96"))
+    edited = run()
+    assert edited.stdout.endswith("libcst True\n") and edited.stdout != first.stdout
+
+
 def test_fix_edits_inside_the_string(tmp_path, nvrtc_lib):
     src = (os.path.join(os.path.dirname(__file__), "..", "fixtures", "python", "OCC010_cupy_name_expressions.py"))
     target = tmp_path / "k.py"

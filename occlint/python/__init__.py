@@ -106,11 +106,14 @@ def names_a_framework(path: str) -> bool:
     return any(m in data for m in _MARKERS)
 
 
-def lint_python_paths(paths, config, result) -> None:
+def lint_python_paths(paths, config, result, reuse: bool = True) -> None:
     """Lint the CUDA of each Python file into `result` (engine.LintResult). A file is read as
-    bytes and dropped at once unless it names cupy, pycuda or cpp_extension."""
+    bytes and dropped at once unless it names cupy, pycuda or cpp_extension. A file's findings
+    and notices are kept in the cache (`reuse`: read back when the file, the settings and the
+    compilers are unchanged)."""
     from occlint.errors import OcclintError
     cache = None
+    tools: dict = {}
     for path in paths:
         from occlint.files import read_regular
         try:
@@ -130,7 +133,13 @@ def lint_python_paths(paths, config, result) -> None:
             from occlint.toolchain.cache import Cache, cache_dir
             cache = Cache(cache_dir(config))
         try:
-            findings, notices = lint_python(text, path, config, cache=cache)
+            key = _lint_key(text, path, config, tools) if cache is not None else None
+            kept = _kept_lint(cache, key) if reuse else None
+            if kept is None:
+                findings, notices = lint_python(text, path, config, cache=cache)
+                _keep_lint(cache, key, findings, notices)
+            else:
+                findings, notices = kept
         except OcclintError as exc:
             result.errors.append(str(exc))
             continue
@@ -141,6 +150,60 @@ def lint_python_paths(paths, config, result) -> None:
         result.notices.extend(notices)
         result.files.append(path)
         result.sources[path] = text
+
+
+def _lint_key(text: str, path: str, config, tools: dict) -> str:
+    """The key of a Python file's lint in the compile cache's folder: occlint's code, the
+    settings, the file's path and text, the archs, and what compiles its strings (NVRTC, nvcc,
+    CuPy's, PyCUDA's and torch's installations; `tools`, filled once per run), as a compile of
+    a string is keyed."""
+    import importlib.util
+
+    from occlint import results
+    if not tools:
+        from occlint.python import nvrtc
+        from occlint.toolchain import find_nvcc
+        try:
+            nvcc = find_nvcc(config)
+        except Exception:       # (said where a string needs it, as before)
+            nvcc = None
+        tools.update(nvrtc=nvrtc.identity(), nvcc=nvcc.identity if nvcc else "none")
+        for package in ("cupy", "pycuda", "torch"):     # (found, not imported)
+            spec = importlib.util.find_spec(package)
+            tools[package] = _stat_of(spec.origin) if spec and spec.origin else ""
+    return results.key(["python lint", config, config.extra, path, results.text_hash(text),
+                        archs(config), sorted(tools.items())])
+
+
+def _stat_of(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+
+
+def _kept_lint(cache, key: str | None) -> tuple[list, list[str]] | None:
+    """(findings, notices) a run with the same key kept, else None."""
+    if cache is None or key is None:
+        return None
+    from occlint import results
+    from occlint.toolchain.cache import FINDINGS
+    kept = cache.note(key, FINDINGS)
+    try:
+        if kept is not None and all(isinstance(n, str) for n in kept["notices"]):
+            return [results._finding(d) for d in kept["findings"]], list(kept["notices"])
+    except (KeyError, TypeError, ValueError):
+        pass
+    return None
+
+
+def _keep_lint(cache, key: str | None, findings, notices) -> None:
+    if cache is not None and key is not None:
+        from occlint import results
+        from occlint.toolchain.cache import FINDINGS
+        cache.keep(key, FINDINGS,
+                   {"findings": [results._to_json(f) for f in findings], "notices": notices})
 
 
 def setups(root: str, files=()) -> list[str]:

@@ -380,7 +380,7 @@ def source_views(paths: Iterable[str], config: Config,
             for dep in deps:
                 readers.setdefault(dep, []).append(unit)
     includers = {path: _includers(path, paths, readers, config, named,
-                                  frags.get(path))[:MAX_PREFIX_INCLUDERS]
+                                  frags.get(path), memo)[:MAX_PREFIX_INCLUDERS]
                  for path in headers}
     wanted_at: dict[str, set[str]] = {}         # unit -> the headers to read its macros at
     for path, readers_of in includers.items():
@@ -408,13 +408,13 @@ def source_views(paths: Iterable[str], config: Config,
 
 def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | None,
                config: Config, named: dict[str, list] | None = None,
-               roots: list[str] | None = None) -> list[str]:
+               roots: list[str] | None = None, memo: dict | None = None) -> list[str]:
     """Units that read `header`: from the dependency lists (`readers`: each file a unit read ->
     those units), else, for a `.cu` fragment, its `roots` (`includers.fragments`), else those
     among `paths` whose text has an `#include` of a file of its name
     (`includers.included_names`; nearest folder first), else the database's. `named`: each
     name the units among `paths` include -> those units, filled here on the first call (pass
-    the same dict for every header of one run)."""
+    the same dict for every header of one run); `memo`: source_views' for the run."""
     from occlint.discover import is_header
     from occlint.source.preproc import read_header
     from occlint.toolchain.includers import included_names, includes_another
@@ -438,5 +438,5 @@ def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | No
     found = [u for u in named.get(name, []) if not includes_another(u, header)]
     if not found:          # none given: the database's units that name it
         from occlint.toolchain.includers import for_headers
-        return [unit for unit, _ in for_headers([header], [], config, None)]
+        return [unit for unit, _ in for_headers([header], [], config, None, memo)]
     return sorted(found, key=lambda u: (os.path.dirname(os.path.abspath(u)) != here, u))

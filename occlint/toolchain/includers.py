@@ -286,21 +286,26 @@ def _text(path: str) -> str:
     return _TEXTS[path]
 
 
-def for_headers(headers: list[str], units: list[str], config: Config, cache) -> list[tuple[str, str]]:
+def for_headers(headers: list[str], units: list[str], config: Config, cache,
+                memo: dict | None = None) -> list[tuple[str, str]]:
     """(unit, header) for every header none of `units` includes directly: the units to compile
     on its behalf. The units whose text `#include`s it come first (the database's, else the
     project's); the recorded dependency lists only when none does. The decision reads no cache,
     so a cold and a warm run compile the same units: a unit that reaches the header only through
-    another header (ggml's convert.cu and mmq.cuh) rarely instantiates its templates."""
+    another header (ggml's convert.cu and mmq.cuh) rarely instantiates its templates. `memo`:
+    a dict kept for one run's calls (the project's units, found once: cupy's warm check walked
+    the project for each of 11 headers)."""
     known = _load(cache) if cache is not None else {}
     given = {os.path.realpath(u) for u in units}
     out: list[tuple[str, str]] = []
+    memo = {} if memo is None else memo
 
-    @functools.lru_cache(maxsize=1)
     def project_units() -> list[str]:
-        from occlint.discover import discover, is_unit
-        return [os.path.abspath(u) for u in discover([config.root], config, hosts=False)[0]
-                if is_unit(u, config)]
+        if "project units" not in memo:
+            from occlint.discover import discover, is_unit
+            memo["project units"] = [os.path.abspath(u) for u in discover(
+                [config.root], config, hosts=False)[0] if is_unit(u, config)]
+        return memo["project units"]
 
     for header in headers:
         target = os.path.realpath(header)
