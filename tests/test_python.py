@@ -471,22 +471,23 @@ def test_setup_py_nvcc_flags_through_a_helper_or_unreadable(tmp_path):
                                     "list occlint can read: it compiles without them")
 
 
-_ENTRIES_RUN = """
+_ENTRIES_HIT = """
 import sys
 from occlint.config import Config
 from occlint.python import build_entries
 root = sys.argv[1]
-entries = build_entries(root, [root + "/csrc/a.cu"], (), Config(root=root, cache_dir=root + "/c"))
-print(sorted((e["file"].rsplit("/", 1)[-1], [a for a in e["arguments"] if a.startswith("-DTILE")])
-             for e in entries))
+build_entries(root, [root + "/csrc/a.cu"], (), Config(root=root, cache_dir=root + "/c"))
 print("libcst" in sys.modules)
 """
 
 
-def test_extension_entries_are_kept_until_the_setup_or_its_globs_change(tmp_path):
+def test_extension_entries_are_kept_until_the_setup_or_its_globs_change(tmp_path, monkeypatch):
     """A warm run reads a setup.py's extension entries from the cache, without libcst (0.5 s of
     causal-conv1d's 0.7 s warm check); an edit of setup.py, or a new file its `glob.glob`
     finds, is read again."""
+    from occlint.config import Config
+    from occlint.python import build_entries, extensions
+
     (tmp_path / "csrc").mkdir()
     (tmp_path / "csrc" / "a.cu").write_text("__global__ void a() {}\n")
     setup = tmp_path / "setup.py"
@@ -496,20 +497,28 @@ def test_extension_entries_are_kept_until_the_setup_or_its_globs_change(tmp_path
         CUDAExtension(name="e", sources=glob.glob("csrc/*.cu"),
                       extra_compile_args={"nvcc": ["-DTILE=512"]})
         '''))
+    reads = []
+    real = extensions.extension_entries
+    monkeypatch.setattr(extensions, "extension_entries",
+                        lambda *a, **k: reads.append(1) or real(*a, **k))
+    config = Config(root=str(tmp_path), cache_dir=str(tmp_path / "c"))
 
     def run():
-        out = subprocess.run([sys.executable, "-c", _ENTRIES_RUN, str(tmp_path)],
-                             capture_output=True, text=True, check=True).stdout.split("\n")
-        return out[0], out[1]
+        entries = build_entries(str(tmp_path), [str(tmp_path / "csrc" / "a.cu")], (), config)
+        return sorted((e["file"].rsplit("/", 1)[-1],
+                       [a for a in e["arguments"] if a.startswith("-DTILE")]) for e in entries)
 
-    a = "[('a.cu', ['-DTILE=512'])]"
-    assert run() == (a, "True")
-    assert run() == (a, "False")                # kept: libcst not imported
+    a = [("a.cu", ["-DTILE=512"])]
+    assert (run(), len(reads)) == (a, 1)
+    assert (run(), len(reads)) == (a, 1)            # kept
     (tmp_path / "csrc" / "b.cu").write_text("__global__ void b() {}\n")
-    assert run() == ("[('a.cu', ['-DTILE=512']), ('b.cu', ['-DTILE=512'])]", "True")
+    assert (run(), len(reads)) == ([*a, ("b.cu", ["-DTILE=512"])], 2)
     setup.write_text(setup.read_text().replace("512", "256"))
-    assert run() == ("[('a.cu', ['-DTILE=256']), ('b.cu', ['-DTILE=256'])]", "True")
-    assert run()[1] == "False"
+    assert (run(), len(reads)) == ([("a.cu", ["-DTILE=256"]), ("b.cu", ["-DTILE=256"])], 3)
+    assert (run(), len(reads)) == ([("a.cu", ["-DTILE=256"]), ("b.cu", ["-DTILE=256"])], 3)
+    hit = subprocess.run([sys.executable, "-c", _ENTRIES_HIT, str(tmp_path)],
+                         capture_output=True, text=True, check=True)
+    assert hit.stdout.split() == ["False"], hit.stdout + hit.stderr     # no libcst on a hit
 
 
 def test_setup_py_include_dirs_written_with_pathlib(tmp_path):
