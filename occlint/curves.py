@@ -78,7 +78,7 @@ def curves(arch, block_size: int, regs_per_thread: int, static_smem: int = 0,
     Results are cached: kernels of a project often share a configuration.
     """
     name = _consts(arch).name
-    if _consts(name).a is not _consts(arch).a:     # an ArchLimits not from gpus.toml: no cache
+    if _consts(name).a is not _consts(arch).a:     # an ArchLimits not from gpus_data.py: no cache
         return _curves(arch, block_size, regs_per_thread, static_smem, dynamic_smem,
                        max_block_size, max_dynamic_smem, carveout, cache_config, barriers)
     return _cached(name, block_size, regs_per_thread, static_smem, dynamic_smem,

@@ -1,4 +1,4 @@
-"""Per-compute-capability limits and named GPUs, loaded from gpus.toml.
+"""Per-compute-capability limits and named GPUs, from gpus_data.py.
 
     arch("sm_90") / arch("9.0") / arch("h100") -> ArchLimits
     gpu("rtx 4090") -> GPU(name, arch, sm_count)
@@ -10,14 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from occlint.errors import OcclintError
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -59,9 +53,9 @@ class ArchLimits:
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU of gpus.toml."""
+    """One GPU of gpus_data.py."""
 
-    name: str                       # key in gpus.toml: "h100"
+    name: str                       # key in gpus_data.py: "h100"
     arch: str                       # "sm_90"
     sm_count: int
     label: str = ""                 # "H100 SXM5"
@@ -81,7 +75,7 @@ def _norm_gpu(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _db() -> tuple[dict[str, ArchLimits], dict[str, GPU], dict[str, str]]:
-    data = tomllib.loads((Path(__file__).with_name("gpus.toml")).read_text(encoding="utf-8"))
+    from occlint.gpus_data import DATA as data
     defaults = data["defaults"]
     archs: dict[str, ArchLimits] = {}
     arch_aliases: dict[str, str] = {}

@@ -5,7 +5,7 @@
     occ.active_blocks, occ.occupancy, occ.limiters      # 5, 0.625, {"registers"}
 
 Each function mirrors one function of NVIDIA's header (CUDA 13.5, CC 7.0 to 12.1); the comments
-name it. The device descriptions come from gpus.toml. The differential test compiles the header
+name it. The device descriptions come from gpus_data.py. The differential test compiles the header
 and compares this module with it on many thousands of configurations.
 """
 
@@ -344,7 +344,7 @@ def max_potential_block_size(arch, regs_per_thread: int, static_smem: int = 0,
     32 (the first try is the limit itself), keeps the first that gives strictly more threads, and
     stops early at a full SM. `dynamic_smem` may be a function of the block size.
     `launch_bounds` stands for cudaFuncAttributes.maxThreadsPerBlock. `sm_count` defaults to the
-    named GPU when `arch` is one, else to the arch's default GPU in gpus.toml.
+    named GPU when `arch` is one, else to the arch's default GPU in gpus_data.py.
     """
     a = _consts(arch).a
     if sm_count is None:

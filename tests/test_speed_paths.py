@@ -43,6 +43,15 @@ def test_a_cuda_only_run_never_imports_libcst(tmp_path, args):
     assert "k.cuh" in proc.stdout or args[0] == "check", proc.stdout
 
 
+def test_the_gpu_table_needs_no_toml_parser():
+    """The GPU table is Python (loaded from its bytecode): a run that needs it, and no config
+    file, never imports the TOML parser (its import and the table's parse were ~20 ms)."""
+    code = ("import sys\nfrom occlint import gpus\n"
+            "print(gpus.arch('sm_90').smem_per_sm, len(gpus.all_gpus()) > 10, 'tomllib' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.split() == ["233472", "True", "False"], proc.stdout + proc.stderr
+
+
 def test_database_commands_split_as_shlex_does():
     """Database commands are split without shlex (seconds on a large database), exactly as
     shlex.split splits them."""

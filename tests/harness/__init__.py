@@ -5,7 +5,7 @@
     oracle.active(arch, block, regs, static, dynamic, max_dyn, carveout, cache, barriers)
 
 All queries of one batch go through stdin of one process. The device description is taken from
-occlint's gpus.toml (the same numbers the engine uses), so the comparison is of arithmetic only.
+occlint's gpus_data.py (the same numbers the engine uses), so the comparison is of arithmetic only.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Builds gpu_check.cu for the local GPU (-arch=native), runs it, and puts every
 cudaOccupancyMaxActiveBlocksPerMultiprocessor / cudaOccupancyMaxPotentialBlockSize answer next to
 occlint's `compute()` / `max_potential_block_size()` for the same kernel attributes (registers and
 static shared memory as cudaFuncGetAttributes reports them). Also checks the device properties in
-gpus.toml against cudaGetDeviceProperties. Exit 0 when everything agrees, 1 otherwise.
+gpus_data.py against cudaGetDeviceProperties. Exit 0 when everything agrees, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def compare(raw: str) -> int:
                     arch.smem_per_sm, arch.smem_per_block, arch.smem_per_block_optin,
                     arch.smem_reserved_per_block)
             theirs = tuple(int(x) for x in f[4:11])
-            print(f"device: {arch.name}, {sm_count} SMs; gpus.toml "
+            print(f"device: {arch.name}, {sm_count} SMs; gpus_data.py "
                   f"{'agrees' if ours == theirs else f'DIFFERS: {ours} vs {theirs}'}")
             bad += ours != theirs
         elif f[0] == "A":
