@@ -256,7 +256,8 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     deps = [*user_files(includes), *(report.project_files() if report is not None else ()),
             *(report.borrowed if report is not None else ())]
     included = _included(deps, cuda)
-    views = source_views([*cuda, *included], config, report.includes if report is not None else None)
+    unit_reads = report.includes if report is not None else None     # unit -> the files it read
+    memo: dict = {}                 # the views' findings, shared by the key's and the lint's
     result.config = config
     inputs = []
     lent: dict[str, tuple[list[Usage], list[Usage]]] = {}    # path -> (its own, borrowed)
@@ -272,12 +273,16 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     cache = reuse and report is not None and report.cache
     if cache:
         from occlint import results
-    entry = _results_key(inputs, texts, included, views, config) if cache else None
+    # the key holds what each file's view is made of; a hit's recorded files include those the
+    # views' walks read, so only a miss walks the includers to make the views
+    entry = _results_key(inputs, texts, included, source_views(
+        [*cuda, *included], config, unit_reads, memo=memo, walks=False), config) if cache else None
     found = results.load(cache, entry) if entry else None
     result.reused = found is not None
     if report is not None:
         result.compiled, result.cached = report.compiled, report.cached
     if found is None:
+        views = source_views([*cuda, *included], config, unit_reads, memo=memo)
         project = Project.read({**included, **{path: texts[path] for path in cuda}}, views)
         result.project = project
         found = []

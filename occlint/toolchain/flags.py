@@ -333,7 +333,8 @@ MAX_PREFIX_INCLUDERS = 4
 
 def source_views(paths: Iterable[str], config: Config,
                  includes: dict[str, tuple[str, ...]] | None = None, *,
-                 only: Iterable[str] | None = None, memo: dict | None = None) -> dict:
+                 only: Iterable[str] | None = None, memo: dict | None = None,
+                 walks: bool = True) -> dict:
     """path -> the preprocessor View its source is parsed with (source.preproc): a unit's own
     -D/-U/-I (its compile command, else the configured flags, as occlint compiles it); a
     header's from the configured flags, not complete (the units that include it may add more),
@@ -341,7 +342,10 @@ def source_views(paths: Iterable[str], config: Config,
     up to MAX_PREFIX_INCLUDERS agree on). `includes`: unit -> the files it read (the compiler's
     dependency lists); without them, units among `paths` that name the header in an #include.
     `only`: the views of these of `paths` (a share of a run's files), the others still searched
-    for includers; `memo`: a dict kept between the calls for the shares of one run."""
+    for includers; `memo`: a dict kept between the calls for the shares of one run.
+    `walks=False`: a header's view is what it is made of, not made: (the configured flags' view,
+    each includer with its view), for the findings key (the entry's files, which the walks
+    read, are checked on a hit), so a warm run walks no includer (tiny-cuda-nn: ~0.3 s)."""
     from occlint.discover import is_header
     from occlint.source.preproc import common_macros, macros_at_all, read_header, view_from_flags
 
@@ -382,6 +386,10 @@ def source_views(paths: Iterable[str], config: Config,
     includers = {path: _includers(path, paths, readers, config, named,
                                   frags.get(path), memo)[:MAX_PREFIX_INCLUDERS]
                  for path in headers}
+    if not walks:
+        for path in headers:
+            out[path] = (base, tuple((u, unit_view(u)) for u in includers[path]))
+        return out
     wanted_at: dict[str, set[str]] = {}         # unit -> the headers to read its macros at
     for path, readers_of in includers.items():
         for unit in readers_of:
