@@ -123,15 +123,17 @@ def kill_all(final: bool = False) -> None:
 
 
 def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
-        stderr_to_stdout: bool = True, started=None, slot=None) -> tuple[int | None, bytes, bytes]:
+        stderr_to_stdout: bool = True, started=None, slot=None,
+        tmpdir: str | None = None) -> tuple[int | None, bytes, bytes]:
     """(exit code, or None when `timeout` passed; stdout; stderr). The command's whole process
     group is killed on timeout, and with occlint. `started()` is called once it runs. `slot`: a
     semaphore held until the command exits (not while the caller reads its report), so a
-    thread waiting for it starts the next compile the moment one ends."""
+    thread waiting for it starts the next compile the moment one ends. `tmpdir`: its TMPDIR (a
+    private folder occlint removes, so what a killed nvcc leaves there goes with it)."""
     if slot is not None:
         slot.acquire()
     try:
-        proc = _start(cmd, cwd, stderr_to_stdout)
+        proc = _start(cmd, cwd, stderr_to_stdout, tmpdir)
         if _CLOSED:                     # started after the final sweep
             kill_group(proc)
         if started is not None:
@@ -154,13 +156,15 @@ def run(cmd: list[str], *, timeout: float, cwd: str | None = None,
     return proc.returncode, out or b"", err or b""
 
 
-def _start(cmd: list[str], cwd: str | None, stderr_to_stdout: bool) -> subprocess.Popen:
+def _start(cmd: list[str], cwd: str | None, stderr_to_stdout: bool,
+           tmpdir: str | None = None) -> subprocess.Popen:
     """The child, in its own session, registered as running and with the watchdog."""
     WATCHDOG.send("+s", "")             # before the fork: a child not yet registered is found
+    env = {**os.environ, "TMPDIR": tmpdir} if tmpdir else None     # (with the watchdog's token)
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
     except BaseException:
         WATCHDOG.send("-s", "")
         raise

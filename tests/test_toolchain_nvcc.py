@@ -129,13 +129,22 @@ def test_missing_header_is_fatal_and_not_cached(tmp_path, nvcc_path):
     assert [u.kernel for u in second.usages[str(tmp_path / "m.cu")]] == ["k"]
 
 
-def test_timeout_becomes_an_error_not_a_hang(tmp_path, nvcc_path):
+def test_timeout_becomes_an_error_not_a_hang(tmp_path, nvcc_path, monkeypatch):
+    # the killed nvcc's temporaries (tmpxft_*: 4 left in /tmp by each run of this test) go with
+    # the compile's private folder, nvcc's TMPDIR
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     (tmp_path / "t.cu").write_text(UNIT.replace('#include "tile.cuh"', HEADER))
     config = Config(root=str(tmp_path), nvcc=nvcc_path, arch=("sm_90",), compile_timeout=0.05)
     report = collect_usage([str(tmp_path / "t.cu")], config)
     (err,) = report.errors
     assert err.kind == "timeout" and "timed out after 0.05 s" in err.message
     assert not list(tmp_path.glob(".occlint_cache/*/*.json"))
+    assert not list(temp.iterdir())
 
 
 def test_flags_and_archs_from_compile_commands(tmp_path, nvcc_path):

@@ -147,11 +147,13 @@ def compile_command(nvcc: Nvcc, path: str, arch: str, flags: list[str], outdir: 
 
 
 def run_with_timeout(cmd: list[str], cwd: str, timeout: float,
-                     started=None, slot=None) -> tuple[int | None, str]:
+                     started=None, slot=None, tmp: str | None = None) -> tuple[int | None, str]:
     """(exit code or None on timeout, stdout+stderr). nvcc runs in its own process group, and
     the whole group is killed on timeout and dies with occlint (occlint.process). `slot`: a
-    semaphore held while it runs."""
-    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd, started=started, slot=slot)
+    semaphore held while it runs. `tmp`: the compile's private folder, also nvcc's TMPDIR, so
+    the `tmpxft_*` files of a compile killed on timeout or Ctrl-C are removed with it."""
+    code, out, _ = run_process(cmd, timeout=timeout, cwd=cwd, started=started, slot=slot,
+                               tmpdir=tmp)
     return code, out.decode("utf-8", "replace")
 
 
@@ -197,7 +199,7 @@ def compile_one(nvcc: Nvcc, unit: str, arch: str, flags: list[str], cwd: str, ti
             note(text)
         cmd = compile_command(nvcc, st.source, arch, st.flags, tmp)
         try:
-            code, out = run_with_timeout(cmd, cwd, timeout, started, slot)
+            code, out = run_with_timeout(cmd, cwd, timeout, started, slot, tmp)
         except OSError as exc:
             return [], [CompileError(unit, None, None, f"cannot run nvcc: {exc}", arch, "nvcc",
                                      None, unit)], None
@@ -266,7 +268,7 @@ def _failure(nvcc: Nvcc, st, arch: str, cwd: str, tmp: str, timeout: float,
     cmd = [nvcc.path, "-E", "-cubin", f"-arch={arch}", *st.flags, "-Xcompiler=-M,-MG,-v",
            "-o", depfile, st.source]
     try:
-        code, out = run_with_timeout(cmd, cwd, timeout, slot=slot)
+        code, out = run_with_timeout(cmd, cwd, timeout, slot=slot, tmp=tmp)
     except OSError:
         return None
     if code != 0:
