@@ -519,6 +519,11 @@ def test_extension_entries_are_kept_until_the_setup_or_its_globs_change(tmp_path
     hit = subprocess.run([sys.executable, "-c", _ENTRIES_HIT, str(tmp_path)],
                          capture_output=True, text=True, check=True)
     assert hit.stdout.split() == ["False"], hit.stdout + hit.stderr     # no libcst on a hit
+    import json
+    (note,) = [n for n in (tmp_path / "c").glob("*/*.ext")     # a damaged note is a miss,
+               if "TILE=256" in n.read_text()]                   # never a crash
+    note.write_text(json.dumps({**json.loads(note.read_text()), "entries": [{"file": 1}]}))
+    assert (run(), len(reads)) == ([("a.cu", ["-DTILE=256"]), ("b.cu", ["-DTILE=256"])], 4)
 
 
 def test_setup_py_include_dirs_written_with_pathlib(tmp_path):

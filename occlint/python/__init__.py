@@ -157,8 +157,6 @@ def _lint_key(text: str, path: str, config, tools: dict) -> str:
     settings, the file's path and text, the archs, and what compiles its strings (NVRTC, nvcc,
     CuPy's, PyCUDA's and torch's installations; `tools`, filled once per run), as a compile of
     a string is keyed."""
-    import importlib.util
-
     from occlint import results
     if not tools:
         from occlint.python import nvrtc
@@ -167,20 +165,25 @@ def _lint_key(text: str, path: str, config, tools: dict) -> str:
             nvcc = find_nvcc(config)
         except Exception:       # (said where a string needs it, as before)
             nvcc = None
-        tools.update(nvrtc=nvrtc.identity(), nvcc=nvcc.identity if nvcc else "none")
-        for package in ("cupy", "pycuda", "torch"):     # (found, not imported)
-            spec = importlib.util.find_spec(package)
-            tools[package] = _stat_of(spec.origin) if spec and spec.origin else ""
+        tools.update(nvrtc=nvrtc.identity(), nvcc=nvcc.identity if nvcc else "none",
+                     **{package: _installed(package) for package in ("cupy", "pycuda", "torch")})
     return results.key(["python lint", config, config.extra, path, results.text_hash(text),
                         archs(config), sorted(tools.items())])
 
 
-def _stat_of(path: str) -> str:
+def _installed(package: str) -> str:
+    """Which installation of `package` this Python finds (its path, size and mtime), found and
+    not imported; "" when there is none."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        return ""
     try:
-        st = os.stat(path)
+        st = os.stat(spec.origin)
     except OSError:
-        return path
-    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+        return spec.origin
+    return f"{spec.origin}\0{st.st_size}\0{st.st_mtime_ns}"
 
 
 def _kept_lint(cache, key: str | None) -> tuple[list, list[str]] | None:
@@ -289,28 +292,15 @@ def _extension_entries(path: str, text: str, cache) -> list[dict]:
     """`extensions.extension_entries(path, text)`, kept in `cache` under a key of occlint's code,
     the file's path and text and the installed torch; a hit also needs every `glob.glob` the
     file's calls were read with to find the same files (a new `.cu` in a globbed folder)."""
-    import hashlib
-    import importlib.util
-
     key = None
     if cache is not None:
-        from occlint.results import _code
-        spec = importlib.util.find_spec("torch")
-        torch = "-"
-        if spec is not None and spec.origin:
-            try:
-                st = os.stat(spec.origin)
-                torch = f"{spec.origin}\0{st.st_size}\0{st.st_mtime_ns}"
-            except OSError:
-                pass
-        h = hashlib.sha256()
-        for part in ("extension entries", _code(), os.path.abspath(path), torch, text):
-            h.update(part.encode("utf-8", "surrogatepass") + b"\x1f")
-        key = h.hexdigest()
+        from occlint import results
+        key = results.key(["extension entries", os.path.abspath(path), _installed("torch"),
+                           results.text_hash(text)])
         kept = cache.note(key, ENTRIES)
         try:
-            if kept is not None and all(expand_glob(pattern, root) == found
-                                        for pattern, root, found in kept["globs"]):
+            if kept is not None and _entries_ok(kept["entries"]) and all(
+                    expand_glob(pattern, root) == found for pattern, root, found in kept["globs"]):
                 return list(kept["entries"])
         except (KeyError, TypeError, ValueError):
             pass
@@ -320,6 +310,15 @@ def _extension_entries(path: str, text: str, cache) -> list[dict]:
     if key is not None:
         cache.keep(key, ENTRIES, {"entries": entries, "globs": globs})
     return entries
+
+
+def _entries_ok(entries) -> bool:
+    """Are these kept entries what `extension_entries` writes (a damaged note is a miss)?"""
+    return isinstance(entries, list) and all(
+        isinstance(e, dict) and isinstance(e.get("directory"), str)
+        and isinstance(e.get("file"), str) and isinstance(e.get("arguments"), list)
+        and all(isinstance(a, str) for a in e["arguments"])
+        and isinstance(e.get("occlint_warning", ""), str) for e in entries)
 
 
 def entries_database(entries):
