@@ -43,6 +43,41 @@ def test_a_cuda_only_run_never_imports_libcst(tmp_path, args):
     assert "k.cuh" in proc.stdout or args[0] == "check", proc.stdout
 
 
+def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
+    """What each header was found to be (CUDA, or waiting for the walk's macros) is kept in the
+    cache folder by its inode, size, mtime and ctime: a warm run reads no header it already
+    knows as CUDA (tiny-cuda-nn: 798 vendored headers, 170 -> 60 ms), and an edited one is read
+    again. Discovery never creates the cache folder."""
+    from pathlib import Path
+
+    from occlint import discover
+    from occlint.config import Config
+    from occlint.toolchain import cache
+
+    (tmp_path / "a.cu").write_text("__global__ void a() {}\n")
+    (tmp_path / "h.hpp").write_text("__global__ void k() {}\n")
+    (tmp_path / "m.hpp").write_text("#define GLOBAL __global__\n")
+    (tmp_path / "u.hpp").write_text("GLOBAL void f() {}\n")
+    (tmp_path / "p.hpp").write_text("inline int p() { return 1; }\n")
+    config = Config(root=str(tmp_path), cache_dir=str(tmp_path / "c"))
+    reads = []
+    real = discover.read_regular
+    monkeypatch.setattr(discover, "read_regular", lambda p: reads.append(Path(p).name) or real(p))
+    monkeypatch.setattr(cache, "SETTLED_NS", -10**12)     # (the files were written just now)
+
+    def found():
+        reads.clear()
+        return sorted(Path(p).name for p in discover.discover([str(tmp_path)], config)[0])
+
+    want = ["a.cu", "h.hpp", "m.hpp", "u.hpp"]
+    assert found() == want and not (tmp_path / "c").exists()     # no folder: nothing kept
+    assert cache.claim(tmp_path / "c")
+    assert found() == want and {"h.hpp", "m.hpp"} <= set(reads)
+    assert found() == want and not {"h.hpp", "m.hpp"} & set(reads)   # known: not read
+    (tmp_path / "p.hpp").write_text("__global__ void p() {}\n")
+    assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "p.hpp" in reads
+
+
 def test_the_gpu_table_needs_no_toml_parser():
     """The GPU table is Python (loaded from its bytecode): a run that needs it, and no config
     file, never imports the TOML parser (its import and the table's parse were ~20 ms)."""
