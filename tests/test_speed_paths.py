@@ -76,6 +76,14 @@ def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
     assert found() == want and not {"h.hpp", "m.hpp"} & set(reads)   # known: not read
     (tmp_path / "p.hpp").write_text("__global__ void p() {}\n")
     assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "p.hpp" in reads
+    import json                                  # a damaged note: read again, never a crash
+    for note in (tmp_path / "c").glob("*/*.files"):
+        rows = json.loads(note.read_text())
+        rows["headers"] = {p: [*(lambda st: [st.st_ino, st.st_size, st.st_mtime_ns,
+                                              st.st_ctime_ns])(os.stat(p)), "cuda", [3], None]
+                           for p in rows["headers"]}
+        note.write_text(json.dumps(rows))
+    assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "h.hpp" in reads
 
 
 def test_the_gpu_table_needs_no_toml_parser():
