@@ -48,6 +48,7 @@ def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
     cache folder by its inode, size, mtime and ctime: a warm run reads no header it already
     knows as CUDA (tiny-cuda-nn: 798 vendored headers, 170 -> 60 ms), and an edited one is read
     again. Discovery never creates the cache folder."""
+    import json
     from pathlib import Path
 
     from occlint import discover
@@ -76,8 +77,7 @@ def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
     assert found() == want and not {"h.hpp", "m.hpp"} & set(reads)   # known: not read
     (tmp_path / "p.hpp").write_text("__global__ void p() {}\n")
     assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "p.hpp" in reads
-    import json                                  # a damaged note: read again, never a crash
-    for note in (tmp_path / "c").glob("*/*.files"):
+    for note in (tmp_path / "c").glob("*/*.files"):     # a damaged note: read again, no crash
         rows = json.loads(note.read_text())
         rows["headers"] = {p: [*(lambda st: [st.st_ino, st.st_size, st.st_mtime_ns,
                                               st.st_ctime_ns])(os.stat(p)), "cuda", [3], None]
