@@ -268,7 +268,7 @@ class _Kinds:
 
     @classmethod
     def open(cls, config) -> _Kinds | None:
-        if config is None or getattr(config, "no_cache", True) or not hasattr(config, "root"):
+        if config is None or config.no_cache:
             return None
         from occlint import results
         from occlint.toolchain.cache import Cache, cache_dir, looks_like_cache
@@ -283,11 +283,11 @@ class _Kinds:
 
     @staticmethod
     def _sig(path: str) -> list[int] | None:
+        from occlint.toolchain.cache import signature
         try:
-            st = os.stat(path)
+            return signature(os.stat(path))
         except OSError:
             return None
-        return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
     def get(self, path: str) -> tuple[str, set[bytes], set[bytes]] | None:
         row = self.known.get(os.path.abspath(path))
@@ -301,11 +301,9 @@ class _Kinds:
         return None
 
     def put(self, path: str, known: tuple[str, set[bytes], set[bytes]]) -> None:
-        import time
-
-        from occlint.toolchain.cache import SETTLED_NS
+        from occlint.toolchain.cache import settled
         sig = self._sig(path)
-        if sig is not None and max(sig[2], sig[3]) < time.time_ns() - SETTLED_NS:
+        if sig is not None and settled(sig[2], sig[3]):
             kind, launch, kernel = known
             self.known[os.path.abspath(path)] = [*sig, kind, sorted(m.decode("latin-1") for m in launch),
                                                  sorted(m.decode("latin-1") for m in kernel)]

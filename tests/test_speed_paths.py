@@ -79,8 +79,7 @@ def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
     assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "p.hpp" in reads
     for note in (tmp_path / "c").glob("*/*.files"):     # a damaged note: read again, no crash
         rows = json.loads(note.read_text())
-        rows["headers"] = {p: [*(lambda st: [st.st_ino, st.st_size, st.st_mtime_ns,
-                                              st.st_ctime_ns])(os.stat(p)), "cuda", [3], None]
+        rows["headers"] = {p: [*cache.signature(os.stat(p)), "cuda", [3], None]
                            for p in rows["headers"]}
         note.write_text(json.dumps(rows))
     assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "h.hpp" in reads

@@ -93,6 +93,17 @@ SETTLED_NS = 2_000_000_000     # a file changed this recently is hashed again ne
 MAX_HASHES = 50_000            # remembered files; beyond it, only the last run's are kept
 
 
+def signature(st: os.stat_result) -> list[int]:
+    """What says a file is unchanged without reading it: inode, size, mtime and ctime."""
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def settled(*times_ns: int) -> bool:
+    """Are these changes SETTLED_NS old, so that one within the clock's granularity after them
+    cannot have gone unseen? Only then is what was read kept by a stat (git's racy rule)."""
+    return max(times_ns, default=0) < time.time_ns() - SETTLED_NS
+
+
 class FileHashes:
     """sha256 of files, memoized for one run (headers are shared by many files and archs). With
     a cache folder, the hashes are also remembered in its `hashes.idx` with each file's inode,
@@ -119,7 +130,7 @@ class FileHashes:
             return None
         if not stat.S_ISREG(st.st_mode):
             return None                        # a FIFO, tty or device is never read
-        sig = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        sig = signature(st)
         known = self._stored().get(path)
         if known is not None and known[:4] == sig:
             return known[4]
@@ -127,8 +138,7 @@ class FileHashes:
             digest = hashlib.sha256(read_regular(path)).hexdigest()
         except (OSError, ValueError):          # gone or unreadable
             return None
-        if self._root is not None and \
-                max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - SETTLED_NS:
+        if self._root is not None and settled(st.st_mtime_ns, st.st_ctime_ns):
             self._stored()[path] = [*sig, digest]
             self._added += 1
         return digest

@@ -15,7 +15,6 @@ import os
 import re
 import site
 import sys
-import time
 
 # Folders that hold the toolkit itself (runtime, compiler, CCCL): never added, they would mix a
 # wheel's CUDA version with the nvcc in use.
@@ -211,8 +210,8 @@ def project_files(root: str, cache=None) -> list[str]:
             files, folders = _walk(root)
             # a folder changed in the last 2 s may change again within its clock's tick,
             # unseen: then the list is not kept (git's racy-index rule)
-            settled = max(folders.values(), default=0) < time.time_ns() - 2_000_000_000
-            if cache is not None and settled:
+            from occlint.toolchain.cache import settled
+            if cache is not None and settled(*folders.values()):
                 cache.keep(key, ".files", {"root": root, "folders": folders, "files": files})
         _PROJECT_FILES[root] = files
     return files
