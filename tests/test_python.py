@@ -471,6 +471,124 @@ def test_setup_py_nvcc_flags_through_a_helper_or_unreadable(tmp_path):
                                     "list occlint can read: it compiles without them")
 
 
+# torch 2.13's CPU wheel, as a lint job installs it: include_paths(device_type="cuda") raises
+# for want of a CUDA_HOME, and c10/cuda's headers include the one file only CUDA builds generate
+_CPU_TORCH = """
+import os, warnings
+warnings.warn("Failed to initialize NumPy: No module named 'numpy'")   # torch's, at import
+_INC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
+def include_paths(device_type="cpu", torch_include_dirs=True):
+    if device_type == "cuda":
+        raise OSError("CUDA_HOME environment variable is not set. Please set it to your CUDA "
+                      "install root.")
+    return [_INC, os.path.join(_INC, "torch", "csrc", "api", "include")]
+"""
+_CUDA_MACROS_H = """#pragma once
+#ifndef C10_CUDA_NO_CMAKE_CONFIGURE_FILE
+#include <c10/cuda/impl/cuda_cmake_macros.h>
+#endif
+#define C10_CUDA_API
+"""
+
+
+@pytest.fixture
+def cpu_torch(monkeypatch):
+    """`_cpu_torch`, whose modules leave sys.modules with the test (a later test's
+    `find_spec("torch")` would find them)."""
+    def torch_modules():
+        return {m: sys.modules[m] for m in list(sys.modules) if m.split(".")[0] == "torch"}
+
+    before = torch_modules()
+    yield lambda path, generated=False: _cpu_torch(path, monkeypatch, generated)
+    for name in torch_modules():
+        del sys.modules[name]
+    sys.modules.update(before)
+
+
+def _cpu_torch(tmp_path, monkeypatch, generated: bool = False):
+    """A torch package (never a real one) laid out as the CPU wheel is; `generated`: with the
+    header a CUDA build generates."""
+    import importlib
+
+    base = tmp_path / "site"
+    utils = base / "torch" / "utils"
+    utils.mkdir(parents=True)
+    (base / "torch" / "__init__.py").write_text("")
+    (utils / "__init__.py").write_text("")
+    (utils / "cpp_extension.py").write_text(_CPU_TORCH)
+    cuda = base / "torch" / "include" / "c10" / "cuda"
+    (cuda / "impl").mkdir(parents=True)
+    (base / "torch" / "include" / "torch" / "csrc" / "api" / "include").mkdir(parents=True)
+    (cuda / "CUDAMacros.h").write_text(_CUDA_MACROS_H)
+    if generated:
+        (cuda / "impl" / "cuda_cmake_macros.h").write_text("#define C10_CUDA_BUILD_SHARED_LIBS\n")
+    for name in [m for m in sys.modules if m.split(".")[0] == "torch"]:
+        del sys.modules[name]               # (the fixture puts back what was there)
+    monkeypatch.syspath_prepend(str(base))
+    importlib.invalidate_caches()
+    return base / "torch" / "include"
+
+
+def _torch_extension(tmp_path):
+    (tmp_path / "k.cu").write_text("#include <c10/cuda/CUDAMacros.h>\n"
+                                   "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "CUDAExtension(name='e', sources=['k.cu'])\n")
+
+
+def test_a_cpu_build_of_torch_gives_its_folders_and_the_define_its_headers_need(tmp_path,
+                                                                               cpu_torch):
+    # mamba in a lint job's environment (torch's CPU wheel): include_paths(device_type="cuda")
+    # raised, so the units had no torch folders (`c10/util/BFloat16.h` not found); with them,
+    # c10/cuda/CUDAMacros.h includes a header only CUDA builds generate
+    from occlint.python.compile import torch_flags, torch_includes
+    from occlint.python.extensions import extension_entries
+
+    import warnings
+
+    inc = cpu_torch(tmp_path / "a")
+    api = inc / "torch" / "csrc" / "api" / "include"
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert torch_includes() == [str(inc), str(api)]
+    assert not said             # torch's import warnings are not occlint's output
+    assert torch_flags() == [f"-I{inc}", f"-I{api}", "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE"]
+    _torch_extension(tmp_path)
+    (entry,) = extension_entries(str(tmp_path / "setup.py"))
+    assert entry["arguments"][-3:] == torch_flags()
+    inc = cpu_torch(tmp_path / "b", generated=True)     # a CUDA build's headers
+    assert torch_flags() == [f"-I{inc}", f"-I{inc}/torch/csrc/api/include"]
+
+
+def test_a_cpu_build_of_torch_compiles_the_extension_units(tmp_path, cpu_torch, nvcc_path):
+    from occlint.toolchain import collect_usage
+
+    cpu_torch(tmp_path / "site")
+    _torch_extension(tmp_path)
+    config = _cfg(root=str(tmp_path), nvcc=nvcc_path, no_cache=True)
+    report = collect_usage([str(tmp_path / "k.cu")], config)
+    assert not [e for e in report.errors if e.kind != "warning"], report.errors
+    assert [u.kernel for u in report.usages[str(tmp_path / "k.cu")]] == ["k"]
+
+
+def test_the_header_a_cpu_build_of_torch_lacks_is_explained(tmp_path, cpu_torch):
+    from occlint.toolchain.libraries import explain_missing
+
+    inc = cpu_torch(tmp_path)
+    hint = explain_missing('cannot open source file "c10/cuda/impl/cuda_cmake_macros.h"', 13)
+    assert hint == ("`c10/cuda/impl/cuda_cmake_macros.h` not found: this torch is a CPU build, "
+                    "whose headers lack `c10/cuda/impl/cuda_cmake_macros.h` (CUDA builds "
+                    "generate it; it only sets an export macro Windows reads): add "
+                    "`C10_CUDA_NO_CMAKE_CONFIGURE_FILE` to `defines`, which skips its include, "
+                    "or install a CUDA build of torch")
+    # a unit outside a setup.py extension is told the define with the folders
+    assert explain_missing('cannot open source file "ATen/ATen.h"', 13).endswith(
+        f"add `{inc}` and `{inc}/torch/csrc/api/include` to `include-dirs` and "
+        "`C10_CUDA_NO_CMAKE_CONFIGURE_FILE` to `defines` (this torch is a CPU build, whose "
+        "headers lack `c10/cuda/impl/cuda_cmake_macros.h`)")
+
+
 _ENTRIES_HIT = """
 import sys
 from occlint.config import Config

@@ -75,17 +75,37 @@ def cuda_includes() -> list[str]:
 
 
 def torch_includes() -> list[str]:
-    """torch.utils.cpp_extension.include_paths(cuda=True) when torch is importable."""
-    try:
-        if importlib.util.find_spec("torch") is None:
-            return []
-        from torch.utils import cpp_extension
+    """torch.utils.cpp_extension.include_paths(cuda=True) when torch is importable. A CPU
+    build of torch (a lint job's usual install) refuses the CUDA variant for want of a
+    CUDA_HOME; its own folders (c10, ATen, torch/extension.h) are then all it gives, since nvcc
+    finds the CUDA headers itself."""
+    import warnings
+
+    with warnings.catch_warnings():     # torch's own ("Failed to initialize NumPy"), not ours
+        warnings.simplefilter("ignore")
         try:
-            return list(cpp_extension.include_paths(device_type="cuda"))
-        except TypeError:
-            return list(cpp_extension.include_paths(cuda=True))
-    except Exception:
-        return []
+            if importlib.util.find_spec("torch") is None:
+                return []
+            from torch.utils import cpp_extension
+        except Exception:
+            return []
+        for args in ({"device_type": "cuda"}, {"cuda": True}, {}):
+            try:
+                return list(cpp_extension.include_paths(**args))
+            except Exception:       # TypeError: another release's signature; OSError: no CUDA
+                continue
+    return []
+
+
+def torch_flags() -> list[str]:
+    """What a torch extension's unit compiles with from torch itself: its include folders and,
+    for a CPU build, the define that skips the header only CUDA builds have
+    (libraries.TORCH_NO_CUDA_MACROS)."""
+    from occlint.toolchain.libraries import TORCH_NO_CUDA_MACROS, torch_cpu_build
+
+    dirs = torch_includes()
+    cpu = any(torch_cpu_build(d) for d in dirs)
+    return [f"-I{d}" for d in dirs] + ([f"-D{TORCH_NO_CUDA_MACROS}"] if cpu else [])
 
 
 def _cupy_options(mod: Module, opts: list[str]) -> list[str]:
@@ -135,7 +155,7 @@ def options_for(mod: Module) -> list[str]:
     if folder:
         opts.append(f"-I{folder}")
     if mod.framework == "torch":
-        opts += [f"-I{d}" for d in torch_includes()]
+        opts += torch_flags()
     if mod.relocatable:      # relocatable device code, then linked with cudadevrt
         opts.append("--device-c" if mod.backend == "nvrtc" else "-rdc=true")
     return opts

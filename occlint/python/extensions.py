@@ -5,7 +5,9 @@ entries the toolchain reads like any other (a real compile_commands.json entry w
 The flags are what torch passes to nvcc: its common flags (`-D__CUDA_NO_HALF_OPERATORS__`, ...,
 `--expt-relaxed-constexpr`), `-DTORCH_EXTENSION_NAME=...`, `include_dirs`, `define_macros`,
 `extra_compile_args["nvcc"]` (`extra_cuda_cflags` for `load`), and, when torch is importable,
-`torch.utils.cpp_extension.include_paths(...)`, so extension units compile with no configuration.
+`torch.utils.cpp_extension.include_paths(...)` (with, for a CPU build of torch, the define that
+lets its headers compile CUDA: compile.torch_flags), so extension units compile with no
+configuration.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def extension_entries(setup_path: str, text: str | None = None,
     """Compile-database entries for the `.cu` sources of every CUDAExtension/load call in one
     Python file (paths relative to its folder). An unreadable or unparsable file gives none.
     `globs`: each `glob.glob` its calls were read with is appended, [pattern, folder, found]."""
-    from occlint.python.compile import torch_includes
+    from occlint.python.compile import torch_flags
     from occlint.python.extract import PyModel, _Extractor, _last, _name_of, _Scopes
 
     folder = os.path.dirname(os.path.abspath(setup_path))
@@ -133,9 +135,9 @@ def extension_entries(setup_path: str, text: str | None = None,
                 flags += _flag_list(ex.value(kwargs["extra_cuda_cflags"])) if "extra_cuda_cflags" in kwargs else []
                 includes = _flag_list(ex.value(kwargs["extra_include_paths"])) if "extra_include_paths" in kwargs else []
             if torch_inc is None:
-                torch_inc = torch_includes()
+                torch_inc = torch_flags()
             flags += [f"-I{os.path.join(folder, d)}" for d in includes]
-            flags += [f"-I{d}" for d in torch_inc]
+            flags += torch_inc
             for src in sources:
                 if not src.endswith(".cu"):
                     continue

@@ -149,6 +149,8 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
     # another NCCL's headers), then a package that ships it
     here = project_folders(header, root, cache) if root and not add else []
     known = package_for(header, cuda_major) if not here else None
+    if header == TORCH_CUDA_MACROS:
+        return f"`{header}` not found: {_torch_cpu_hint()}"
     if known and known[0] == "PyTorch" and not add:
         return f"`{header}` not found: part of PyTorch's C++ headers: {_torch_hint()}"
     if known:
@@ -170,6 +172,27 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
     return f"`{header}` not found: add its folder to `include-dirs`{tail}"
 
 
+# A CPU build of torch (a lint job's usual install) ships c10/cuda's headers but not the one its
+# CUDA builds generate, which defines only C10_CUDA_BUILD_SHARED_LIBS (read by Windows' export
+# macros alone); torch's own switch for builds without that file skips its include.
+TORCH_CUDA_MACROS = "c10/cuda/impl/cuda_cmake_macros.h"
+TORCH_NO_CUDA_MACROS = "C10_CUDA_NO_CMAKE_CONFIGURE_FILE"
+
+
+def torch_cpu_build(include_dir: str) -> bool:
+    """Is `include_dir` (torch's `include` folder) a CPU build's, whose c10/cuda headers
+    include a file it lacks?"""
+    return os.path.isfile(os.path.join(include_dir, "c10", "cuda", "CUDAMacros.h")) and \
+        not os.path.isfile(os.path.join(include_dir, *TORCH_CUDA_MACROS.split("/")))
+
+
+def _torch_cpu_hint() -> str:
+    return (f"this torch is a CPU build, whose headers lack `{TORCH_CUDA_MACROS}` (CUDA builds "
+            f"generate it; it only sets an export macro Windows reads): add "
+            f"`{TORCH_NO_CUDA_MACROS}` to `defines`, which skips its include, or install a CUDA "
+            "build of torch")
+
+
 def _torch_hint() -> str:
     """What to do about a missing PyTorch header outside a setup.py extension (whose units get
     torch's folders by themselves): the folders of the torch this Python has, found without
@@ -183,6 +206,10 @@ def _torch_hint() -> str:
     base = os.path.join(os.path.dirname(spec.origin), "include") if spec and spec.origin else ""
     dirs = [d for d in (base, os.path.join(base, "torch", "csrc", "api", "include"))
             if base and os.path.isdir(d)]
+    if dirs and torch_cpu_build(base):
+        return (f"add {' and '.join(f'`{d}`' for d in dirs)} to `include-dirs` and "
+                f"`{TORCH_NO_CUDA_MACROS}` to `defines` (this torch is a CPU build, whose headers "
+                f"lack `{TORCH_CUDA_MACROS}`)")
     if dirs:
         return f"add {' and '.join(f'`{d}`' for d in dirs)} to `include-dirs`"
     return ("add the folders `torch.utils.cpp_extension.include_paths()` gives to "
