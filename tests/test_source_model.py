@@ -1659,6 +1659,24 @@ def test_a_constant_named_through_a_namespace_alias_is_read():
     assert [la.block.total for la in parse(text).launches] == [1024, 64, None, None, None]
 
 
+def test_brace_initialized_constants_are_read():
+    # ThunderKittens' util.cuh: `constexpr int WARP_THREADS{32};`, `WARPGROUP_WARPS{4};`; its
+    # kernels launch with `(32*NUM_WORKERS)` where NUM_WORKERS = NUM_WARPGROUPS*WARPGROUP_WARPS:
+    # "not a compile-time constant". A class's brace-initialized member too; a list of two
+    # values, or a designated one, is no scalar's value
+    text = ("namespace kittens { constexpr int WARP_THREADS{32}; constexpr int WARPGROUP_WARPS{4}; }\n"
+            "constexpr int NUM_WORKERS = (3*kittens::WARPGROUP_WARPS);\n"
+            "struct Cfg { static constexpr int kThreads{128}; static constexpr int kSmem{kThreads * 4}; };\n"
+            "constexpr int TWO{1, 2};\n"
+            "__global__ void k(float* p) { __shared__ float s[Cfg::kSmem]; s[threadIdx.x] = p[0]; }\n"
+            "void run(float* p) { auto threads = 4 * kittens::WARP_THREADS;\n"
+            "  k<<<1, (32*NUM_WORKERS)>>>(p); k<<<1, threads>>>(p); k<<<1, Cfg::kThreads>>>(p);\n"
+            "  k<<<1, TWO>>>(p); }\n")
+    sf = parse(text)
+    assert [la.block.total for la in sf.launches] == [384, 128, 128, None]
+    assert sf.shared[0].size_bytes == 2048
+
+
 def test_a_dim3_local_of_template_parameters_names_them():
     # vllm's paged_attention and tiny-cuda-nn's grid.h: `dim3 block(NUM_THREADS);` in a
     # template function no call of the file instantiates: the block was "not a compile-time

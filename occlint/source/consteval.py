@@ -333,6 +333,10 @@ class Env:
             return 1
         if t == "false":
             return 0
+        if t == "initializer_list":     # `constexpr int WARP_THREADS{32};`: brace-initialized
+            inner = exprs(node)         # (ThunderKittens' constants, a class's members)
+            return self.value(inner[0], scope, bind) \
+                if len(inner) == 1 and inner[0].type != "initializer_pair" else None
         return None
 
     def _member(self, arg, member: bytes, scope, bind) -> int | None:
