@@ -1677,6 +1677,26 @@ def test_brace_initialized_constants_are_read():
     assert sf.shared[0].size_bytes == 2048
 
 
+def test_a_plain_classs_constants_read_its_own_members_first():
+    # ThunderKittens' nvfp4 gemm: `absmax_config::NUM_THREADS = NUM_WARPS * WARP_THREADS`, where
+    # NUM_WARPS is the class's own and other configs of the file have theirs: "not a
+    # compile-time constant"
+    text = ("namespace kittens { constexpr int WARP_THREADS{32}; constexpr int WARPGROUP_WARPS{4}; }\n"
+            "using namespace kittens;\n"
+            "namespace q {\n"
+            "struct absmax_config { static constexpr int NUM_WARPGROUPS = 4;\n"
+            "  static constexpr int NUM_WARPS = NUM_WARPGROUPS * WARPGROUP_WARPS;\n"
+            "  static constexpr int NUM_THREADS = NUM_WARPS * WARP_THREADS; };\n"
+            "struct other_config { static constexpr int NUM_WARPS = 4;\n"
+            "  static constexpr int NUM_THREADS = NUM_WARPS * WARP_THREADS; };\n"
+            "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+            "}\n"
+            "void run(float* x) { q::k<<<1, q::absmax_config::NUM_THREADS>>>(x);\n"
+            "  q::k<<<1, q::other_config::NUM_THREADS>>>(x); }\n"
+            "void run2(float* x) { using namespace q; k<<<1, absmax_config::NUM_THREADS>>>(x); }\n")
+    assert [la.block.total for la in parse(text).launches] == [512, 128, 512]
+
+
 def test_a_dim3_local_of_template_parameters_names_them():
     # vllm's paged_attention and tiny-cuda-nn's grid.h: `dim3 block(NUM_THREADS);` in a
     # template function no call of the file instantiates: the block was "not a compile-time

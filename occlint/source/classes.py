@@ -1,6 +1,7 @@
 """The static constants of a class template the file defines, reached through a type alias:
 `using Ktraits = Conv_traits<kNThreads, 4>;` then `Ktraits::kNThreads` (mamba, causal-conv1d,
-flash-attention's kernel traits), or written with its arguments, `Conv_traits<128, 4>::kSmem`.
+flash-attention's kernel traits), or written with its arguments, `Conv_traits<128, 4>::kSmem`;
+and those of a plain class named directly (`Cfg::kThreads`).
 
 `class_constants` finds the pieces in the tree; `consteval.Env` evaluates them with the
 arguments bound (occlint.source.values binds the launching function's template parameters
@@ -41,6 +42,12 @@ def _find(ctx, scope, head, at):
         if target is None or target.type != "type_identifier" or _class(ctx, target.text):
             break
         target = _alias(ctx, scope, target.text)
+    if target is None and b"<" not in head:
+        # `Cfg::kThreads`, `ns::Cfg::kThreads`: a class (not a template) the file defines, its
+        # members read in order (ThunderKittens' `NUM_THREADS = NUM_WARPS * WARP_THREADS`
+        # beside other configs' NUM_WARPS)
+        found = _class(ctx, head)
+        return ((), (), (), _members(ctx, found[1])) if found and found[0] is None else None
     if target is None or target.type not in ("template_type", "type_identifier"):
         return None
     name_node = target.child_by_field_name("name") if target.type == "template_type" else target
