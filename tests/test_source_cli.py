@@ -220,6 +220,19 @@ def test_a_launch_through_a_function_pointer_says_so(tmp_path):
     assert all(g[3].startswith("not compiled") for g in got[1:])
 
 
+def test_a_launch_of_a_template_parameter_says_so(tmp_path):
+    # ThunderKittens' pyutils.cuh: `template <auto kernel, ...> void bind_kernel(...) { ...
+    # kernel<<<g.grid(), g.block()>>>(g); }` said "`kernel` is a variable of `bind_kernel` (a
+    # function pointer)"
+    source = ("__global__ void a(int* d) { d[threadIdx.x] *= 2; }\n"
+              "template <auto kernel, typename T> void bind_kernel(T m, int* d) {\n"
+              "  auto run = [=]() { kernel<<<4, 256>>>(d); };\n  run();\n}\n")
+    [r] = _launches(tmp_path, source)
+    assert r["no_occupancy"] == ("`kernel` is a template parameter of `bind_kernel` (the kernel "
+                                 "each instantiation names), which occlint does not follow to "
+                                 "a kernel")
+
+
 LAUNCHER = """\
 #pragma once
 namespace dh {

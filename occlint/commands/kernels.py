@@ -780,7 +780,8 @@ def _a_variable(ctx, fn, name: str, named: bool) -> bool:
 def _pointer_callees(sf) -> dict[tuple[int, int], str]:
     """(line, column) -> why, for the launches whose callee is a variable of the launching
     function (a function-pointer parameter: `void bench(void (*kernel)(int*), ...) {
-    kernel<<<g, b>>>(d); }`), which occlint does not follow to a kernel."""
+    kernel<<<g, b>>>(d); }`) or one of its template parameters (`template <auto kernel>`),
+    which occlint does not follow to a kernel."""
     from occlint.link import find_kernel
     from occlint.source.build import parsed_for
 
@@ -817,6 +818,10 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
                 f"`{name}` is a CUfunction whose kernel occlint reads only from "
                 f"`cuModuleGetFunction(&{name}, module, \"name\")` in this file (with a name "
                 "written as a string)")
+        elif not named and name.encode() in ctx._template_names(fn):
+            out[(la.span.line, la.span.column)] = (     # ThunderKittens' bind_kernel<kernel>
+                f"`{name}` is a template parameter of `{la.function or 'its function'}` (the "
+                "kernel each instantiation names), which occlint does not follow to a kernel")
         elif named or ctx.local(fn.start_byte, name.encode()) is not None:
             out[(la.span.line, la.span.column)] = (
                 f"`{name}` is a variable of `{la.function or 'its function'}` (a function "
