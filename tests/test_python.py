@@ -542,6 +542,8 @@ def test_a_cpu_build_of_torch_gives_its_folders_and_the_define_its_headers_need(
     # mamba in a lint job's environment (torch's CPU wheel): include_paths(device_type="cuda")
     # raised, so the units had no torch folders (`c10/util/BFloat16.h` not found); with them,
     # c10/cuda/CUDAMacros.h includes a header only CUDA builds generate
+    import sysconfig
+
     from occlint.python.compile import torch_flags, torch_includes
     from occlint.python.extensions import extension_entries
 
@@ -553,12 +555,14 @@ def test_a_cpu_build_of_torch_gives_its_folders_and_the_define_its_headers_need(
         warnings.simplefilter("always")
         assert torch_includes() == [str(inc), str(api)]
     assert not said             # torch's import warnings are not occlint's output
-    assert torch_flags() == [f"-I{inc}", f"-I{api}", "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE"]
+    # llm-awq: torch/extension.h includes Python.h, whose folder setuptools' build_ext adds
+    py = [f"-I{d}" for d in dict.fromkeys(sysconfig.get_path(k) for k in ("include", "platinclude"))]
+    assert torch_flags() == [f"-I{inc}", f"-I{api}", *py, "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE"]
     _torch_extension(tmp_path)
     (entry,) = extension_entries(str(tmp_path / "setup.py"))
-    assert entry["arguments"][-3:] == torch_flags()
+    assert entry["arguments"][-len(torch_flags()):] == torch_flags()
     inc = cpu_torch(tmp_path / "b", generated=True)     # a CUDA build's headers
-    assert torch_flags() == [f"-I{inc}", f"-I{inc}/torch/csrc/api/include"]
+    assert torch_flags() == [f"-I{inc}", f"-I{inc}/torch/csrc/api/include", *py]
 
 
 def test_a_cpu_build_of_torch_compiles_the_extension_units(tmp_path, cpu_torch, nvcc_path):

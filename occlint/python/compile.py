@@ -98,13 +98,22 @@ def torch_includes() -> list[str]:
 
 
 def torch_flags() -> list[str]:
-    """What a torch extension's unit compiles with from torch itself: its include folders and,
-    for a CPU build, the define that skips the header only CUDA builds have
-    (libraries.TORCH_NO_CUDA_MACROS)."""
+    """What a torch extension's unit compiles with from its environment: torch's include
+    folders, then Python's headers' (setuptools' build_ext adds them to every extension, and
+    torch/extension.h includes Python.h); for a CPU build of torch, the define that skips the
+    header only CUDA builds have (libraries.TORCH_NO_CUDA_MACROS). None without torch."""
+    import sysconfig
+
     from occlint.toolchain.libraries import TORCH_NO_CUDA_MACROS, torch_cpu_build
 
     dirs = torch_includes()
+    if not dirs:
+        return []
     cpu = any(torch_cpu_build(d) for d in dirs)
+    for kind in ("include", "platinclude"):
+        d = sysconfig.get_path(kind)
+        if d and d not in dirs:
+            dirs.append(d)
     return [f"-I{d}" for d in dirs] + ([f"-D{TORCH_NO_CUDA_MACROS}"] if cpu else [])
 
 
