@@ -491,6 +491,49 @@ _CUDA_MACROS_H = """#pragma once
 """
 
 
+def test_setup_py_flags_of_the_cuda_build_beside_a_rocm_branch(tmp_path):
+    # mamba: `if HIP_BUILD: extra_compile_args = {...} else: extra_compile_args = {"nvcc":
+    # append_nvcc_threads([...] + cc_flag)}` compiled without any flag ("set under a
+    # condition"); the CUDA build is the branch a ROCm test leaves, the literal list its flags
+    from occlint.python.extensions import extension_entries
+
+    (tmp_path / "k.cu").write_text("")
+    setup = tmp_path / "setup.py"
+    setup.write_text(textwrap.dedent('''\
+        import os, torch
+        from torch.utils.cpp_extension import CUDAExtension
+        HIP_BUILD = bool(torch.version.hip)
+        cc_flag = []
+        if os.environ.get("NEW"):
+            cc_flag += ["-gencode", "arch=compute_90,code=sm_90"]
+        def append_nvcc_threads(args):
+            return args + ["--threads", "4"]
+        if HIP_BUILD:
+            extra = {"nvcc": ["-O3", "--offload-arch=native"]}
+        else:
+            extra = {"nvcc": append_nvcc_threads(["-O3", "--use_fast_math"] + cc_flag)}
+        if not torch.version.hip:
+            flags = ["-DCUDA_PATH"]
+        else:
+            flags = ["-DHIP_PATH"]
+        if os.environ.get("DEBUG"):
+            other = ["-G"]
+        else:
+            other = ["-O2"]
+        CUDAExtension(name="a", sources=["k.cu"], extra_compile_args=extra)
+        CUDAExtension(name="b", sources=["k.cu"], extra_compile_args={"nvcc": flags})
+        CUDAExtension(name="c", sources=["k.cu"], extra_compile_args={"nvcc": other})
+        '''))
+    a, b, c = extension_entries(str(setup))
+    assert a["arguments"][-2:] == ["-O3", "--use_fast_math"] and "--offload-arch=native" not in a["arguments"]
+    assert a["occlint_warning"] == ("setup.py:21: part of the nvcc flags of this extension is "
+                                    "not a list occlint can read (`cc_flag`): it compiles with "
+                                    "the rest")
+    assert b["arguments"][-1] == "-DCUDA_PATH" and "occlint_warning" not in b
+    assert "-G" not in c["arguments"] and "-O2" not in c["arguments"]     # (which one: unknown)
+    assert c["occlint_warning"].endswith("not a list occlint can read: it compiles without them")
+
+
 @pytest.fixture
 def cpu_torch(monkeypatch):
     """`_cpu_torch`, whose modules leave sys.modules with the test (a later test's

@@ -44,26 +44,42 @@ def _flag_list(value) -> list[str]:
     return got or []
 
 
-def _wrapped_list(ex, value) -> list[str]:
-    """The flags of a literal list passed to a helper (mamba's `append_nvcc_threads([...])`,
-    which adds `--threads 4`): the list's own strings."""
+def _literal_flags(value) -> tuple[list[str], list[str]]:
+    """(flags, the parts not read) of nvcc flags occlint could not evaluate whole, read from how
+    they are written: a helper's one list argument (mamba's `append_nvcc_threads([...])`, which
+    adds `--threads 4`), and list literals joined with `+` to something else (its
+    `[...] + cc_flag`, the gencode flags appended under version tests): the literals' strings.
+    ([], []) when no literal list of strings is found."""
     import libcst as cst
 
     from occlint.python.extract import Unknown
 
     if not isinstance(value, Unknown) or not value.source:
-        return []
+        return [], []
     try:
-        call = cst.parse_expression(value.source)
+        node = cst.parse_expression(value.source)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
-        return []
-    if not isinstance(call, cst.Call) or len(call.args) != 1 or call.args[0].keyword is not None \
-            or not isinstance(call.args[0].value, (cst.List, cst.Tuple)):
-        return []
-    items = call.args[0].value.elements
-    if not all(isinstance(e.value, cst.SimpleString) for e in items):
-        return []
-    return [e.value.evaluated_value for e in items if isinstance(e.value.evaluated_value, str)]
+        return [], []
+    if isinstance(node, cst.Call):
+        if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+            return [], []
+        node = node.args[0].value
+    parts, stack = [], [node]
+    while stack:                    # `a + b + c`, left to right
+        n = stack.pop()
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Add):
+            stack += [n.right, n.left]
+        else:
+            parts.append(n)
+    flags, unread = [], []
+    for part in parts:
+        if isinstance(part, (cst.List, cst.Tuple)) and all(
+                isinstance(e.value, cst.SimpleString) and
+                isinstance(e.value.evaluated_value, str) for e in part.elements):
+            flags += [e.value.evaluated_value for e in part.elements]
+        else:
+            unread.append(cst.Module([]).code_for_node(part))
+    return (flags, unread) if flags else ([], [])
 
 
 def extension_entries(setup_path: str, text: str | None = None,
@@ -118,13 +134,19 @@ def extension_entries(setup_path: str, text: str | None = None,
             if api == "CUDAExtension":
                 extra = ex.value(kwargs["extra_compile_args"]) if "extra_compile_args" in kwargs else None
                 nvcc = extra.get("nvcc") if isinstance(extra, dict) else extra
-                got = _flag_list(nvcc) or _wrapped_list(ex, nvcc)
+                got, rest = _flag_list(nvcc), []
+                if not got:
+                    got, rest = _literal_flags(nvcc)
                 flags += got
+                where = f"{os.path.basename(setup_path)}:{ex.positions[node].start.line}"
                 if nvcc is not None and not got and not (isinstance(nvcc, (list, tuple)) and
                                                          not nvcc):
-                    unread = (f"{os.path.basename(setup_path)}:{ex.positions[node].start.line}: the nvcc "
-                              "flags of this extension are not a list occlint can read: it "
-                              "compiles without them")
+                    unread = (f"{where}: the nvcc flags of this extension are not a list "
+                              "occlint can read: it compiles without them")
+                elif rest:
+                    unread = (f"{where}: part of the nvcc flags of this extension is not a list "
+                              f"occlint can read ({', '.join(f'`{r}`' for r in rest)}): it "
+                              "compiles with the rest")
                 includes = _flag_list(ex.value(kwargs["include_dirs"])) if "include_dirs" in kwargs else []
                 macros = ex.value(kwargs["define_macros"]) if "define_macros" in kwargs else []
                 for m in macros if isinstance(macros, (list, tuple)) else []:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -25,6 +26,18 @@ from occlint.python.strings import PyStr
 
 COMPILERS = {"RawKernel": "cupy", "RawModule": "cupy", "SourceModule": "pycuda",
              "DynamicSourceModule": "pycuda", "load_inline": "torch"}
+
+
+def _cuda_truth(test) -> bool | None:
+    """The value of an if's test in a CUDA build when it only asks whether the build is for
+    ROCm (a name or attribute with a `hip` or `rocm` part, maybe under `not`): False; else
+    None."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _cuda_truth(test.expression)
+        return None if inner is None else not inner
+    name = _name_of(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+    parts = re.split(r"[._]", name.lower()) if name else []
+    return False if {"hip", "rocm"} & set(parts) else None
 
 
 class Unknown:
@@ -363,6 +376,24 @@ class _Extractor(cst.CSTVisitor):
 
     _BRANCHES = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler, cst.Match)
 
+    def _runs_on_cuda(self, branch) -> bool | None:
+        """Does this if/elif body or else of a module's own code (a build script's: in a
+        function, the name may be a parameter any caller sets) run in a CUDA build, judged only
+        by a test that names a ROCm build (`HIP_BUILD`, `IS_ROCM`, `torch.version.hip`, their
+        `not`), which is false there? None for any other branch."""
+        cur = self.parents.get(branch) if branch is not None else None
+        while cur is not None:
+            if isinstance(cur, (cst.FunctionDef, cst.Lambda)):
+                return None
+            cur = self.parents.get(cur)
+        if isinstance(branch, cst.If):
+            return _cuda_truth(branch.test)
+        if isinstance(branch, cst.Else):
+            parent = self.parents.get(branch)
+            test = _cuda_truth(parent.test) if isinstance(parent, cst.If) else None
+            return None if test is None else not test
+        return None
+
     def _branch(self, stmt):
         """The innermost if/else/loop/except around an assignment, within its function."""
         cur = self.parents.get(stmt)
@@ -395,7 +426,13 @@ class _Extractor(cst.CSTVisitor):
             return Unknown(self.source(node))
         pos, value, kind, stmt = found
         branch = self._branch(stmt)
-        if branch is not None and not self._inside(node, branch) and self._set_outside(name, pos, scopes, branch):
+        runs = self._runs_on_cuda(branch)
+        if runs is False and not self._inside(node, branch):
+            # a ROCm build's branch (`if HIP_BUILD:` ... `else:`): the CUDA build's value is
+            # the one before it (mamba's extra_compile_args)
+            return self._named(name, node, scopes, self.start(branch))
+        if branch is not None and not runs and not self._inside(node, branch) and \
+                self._set_outside(name, pos, scopes, branch):
             # set under a condition, with an earlier value too: which one runs is not known here
             return Unknown(f"{name} (set under a condition)")
         if kind in ("append", "extend", "mutate"):
