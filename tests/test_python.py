@@ -553,7 +553,7 @@ def _cpu_torch(tmp_path, monkeypatch, generated: bool = False):
     header a CUDA build generates."""
     import importlib
 
-    base = tmp_path / "site"
+    base = tmp_path / "site-packages"
     utils = base / "torch" / "utils"
     utils.mkdir(parents=True)
     (base / "torch" / "__init__.py").write_text("")
@@ -563,6 +563,7 @@ def _cpu_torch(tmp_path, monkeypatch, generated: bool = False):
     (cuda / "impl").mkdir(parents=True)
     (base / "torch" / "include" / "torch" / "csrc" / "api" / "include").mkdir(parents=True)
     (cuda / "CUDAMacros.h").write_text(_CUDA_MACROS_H)
+    (base / "torch" / "include" / "torch" / "extension.h").write_text("#pragma once\n")
     if generated:
         (cuda / "impl" / "cuda_cmake_macros.h").write_text("#define C10_CUDA_BUILD_SHARED_LIBS\n")
     for name in [m for m in sys.modules if m.split(".")[0] == "torch"]:
@@ -619,6 +620,33 @@ def test_a_cpu_build_of_torch_compiles_the_extension_units(tmp_path, cpu_torch, 
     assert [u.kernel for u in report.usages[str(tmp_path / "k.cu")]] == ["k"]
 
 
+def test_a_unit_no_build_names_finds_the_installed_torchs_headers(tmp_path, cpu_torch,
+                                                                   monkeypatch, nvcc_path):
+    # detectron2 run as pre-commit runs it (its setup.py builds through `extension =
+    # CUDAExtension`, which occlint does not read): every unit was "`ATen/ATen.h` not found";
+    # the installed torch's folders (found, not imported) and Python's are searched after
+    # every other folder, with a CPU build's define
+    import sysconfig
+
+    from occlint.toolchain import collect_usage, libraries
+
+    inc = cpu_torch(tmp_path / "env")
+    site = str(inc.parent.parent)
+    monkeypatch.setattr(libraries, "site_dirs", lambda: [site])
+    py = [d for d in dict.fromkeys(sysconfig.get_path(k) for k in ("include", "platinclude"))
+          if os.path.isdir(d)]
+    dirs = [str(inc), str(inc / "torch" / "csrc" / "api" / "include"), *py]
+    assert libraries.wheel_include_dirs() == dirs
+    assert libraries.include_flags(dirs)[-1] == "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE"
+    assert libraries.torch_include_dirs([str(tmp_path)]) == []      # no torch there
+    (tmp_path / "k.cu").write_text("#include <c10/cuda/CUDAMacros.h>\n"
+                                   "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    report = collect_usage([str(tmp_path / "k.cu")], _cfg(root=str(tmp_path), nvcc=nvcc_path,
+                                                          no_cache=True))
+    assert not [e for e in report.errors if e.kind != "warning"], report.errors
+    assert [u.kernel for u in report.usages[str(tmp_path / "k.cu")]] == ["k"]
+
+
 def test_the_header_a_cpu_build_of_torch_lacks_is_explained(tmp_path, cpu_torch):
     from occlint.toolchain.libraries import explain_missing
 
@@ -629,11 +657,10 @@ def test_the_header_a_cpu_build_of_torch_lacks_is_explained(tmp_path, cpu_torch)
                     "generate it; it only sets an export macro Windows reads): add "
                     "`C10_CUDA_NO_CMAKE_CONFIGURE_FILE` to `defines`, which skips its include, "
                     "or install a CUDA build of torch")
-    # a unit outside a setup.py extension is told the define with the folders
-    assert explain_missing('cannot open source file "ATen/ATen.h"', 13).endswith(
-        f"add `{inc}` and `{inc}/torch/csrc/api/include` to `include-dirs` and "
-        "`C10_CUDA_NO_CMAKE_CONFIGURE_FILE` to `defines` (this torch is a CPU build, whose "
-        "headers lack `c10/cuda/impl/cuda_cmake_macros.h`)")
+    # (a unit outside a setup.py extension searches the installed torch's folders itself)
+    assert explain_missing('cannot open source file "ATen/Other.h"', 13).endswith(
+        f"the installed torch's headers (`{inc}`), which occlint searches, do not have it: "
+        "another release of torch may")
 
 
 _ENTRIES_HIT = """

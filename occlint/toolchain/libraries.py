@@ -87,7 +87,31 @@ def wheel_include_dirs(bases: list[str] | None = None) -> list[str]:
         cutlass = os.path.join(base, "cutlass_library", "source", "include")
         if os.path.isdir(cutlass):
             out.append(cutlass)
+    out += torch_include_dirs(bases)
     return list(dict.fromkeys(out))
+
+
+def torch_include_dirs(bases: list[str] | None = None) -> list[str]:
+    """The installed torch's header folders (the one this Python imports, found, not imported:
+    `include` and `include/torch/csrc/api/include`) and Python's (`torch/extension.h`
+    includes `Python.h`): a PyTorch extension's unit checked without its build (pre-commit,
+    a `.cu` no setup.py names) finds `<ATen/ATen.h>` there. [] without torch."""
+    import importlib.util
+    import sysconfig
+
+    if bases is None:       # the torch this Python imports (found without importing it)
+        try:
+            spec = importlib.util.find_spec("torch")
+        except (ImportError, ValueError):
+            spec = None
+        bases = [os.path.dirname(os.path.dirname(spec.origin))] if spec and spec.origin else []
+    for base in bases:
+        inc = os.path.join(base, "torch", "include")
+        if os.path.isfile(os.path.join(inc, "torch", "extension.h")):
+            py = [sysconfig.get_path(k) for k in ("include", "platinclude")]
+            return [inc, os.path.join(inc, "torch", "csrc", "api", "include"),
+                    *(d for d in dict.fromkeys(py) if d and os.path.isdir(d))]
+    return []
 
 
 def _has_library(folder: str) -> bool:
@@ -100,8 +124,12 @@ def _has_library(folder: str) -> bool:
 
 
 def include_flags(dirs: list[str]) -> list[str]:
-    """nvcc flags that search `dirs` after every other include folder."""
-    return [f"-Xcompiler=-idirafter,{d}" for d in dirs if "," not in d]
+    """nvcc flags that search `dirs` after every other include folder (so a wheel's copy of a
+    header never hides the system's or the project's), and for a CPU build of torch among them
+    the define its c10/cuda headers need (TORCH_NO_CUDA_MACROS)."""
+    cpu = any(torch_cpu_build(d) for d in dirs)
+    return [f"-Xcompiler=-idirafter,{d}" for d in dirs if "," not in d] + \
+        ([f"-D{TORCH_NO_CUDA_MACROS}"] if cpu else [])
 
 
 def package_for(header: str, cuda_major: int | None = None) -> tuple[str, str] | None:
@@ -194,27 +222,16 @@ def _torch_cpu_hint() -> str:
 
 
 def _torch_hint() -> str:
-    """What to do about a missing PyTorch header outside a setup.py extension (whose units get
-    torch's folders by themselves): the folders of the torch this Python has, found without
-    importing it, else how to get them."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        spec = None
-    base = os.path.join(os.path.dirname(spec.origin), "include") if spec and spec.origin else ""
-    dirs = [d for d in (base, os.path.join(base, "torch", "csrc", "api", "include"))
-            if base and os.path.isdir(d)]
-    if dirs and torch_cpu_build(base):
-        return (f"add {' and '.join(f'`{d}`' for d in dirs)} to `include-dirs` and "
-                f"`{TORCH_NO_CUDA_MACROS}` to `defines` (this torch is a CPU build, whose headers "
-                f"lack `{TORCH_CUDA_MACROS}`)")
+    """What to do about a missing PyTorch header: the installed torch's folders are searched
+    already (torch_include_dirs), so it is not one of its headers; without torch, how to get
+    them (pre-commit runs occlint in an environment of its own)."""
+    dirs = torch_include_dirs()
     if dirs:
-        return f"add {' and '.join(f'`{d}`' for d in dirs)} to `include-dirs`"
-    return ("add the folders `torch.utils.cpp_extension.include_paths()` gives to "
-            "`include-dirs` (`pip install torch` first; a setup.py extension's units get them "
-            "by themselves)")
+        return (f"the installed torch's headers (`{dirs[0]}`), which occlint searches, do not "
+                "have it: another release of torch may")
+    return ("install torch where occlint runs (a CPU build will do; pre-commit: "
+            "`additional_dependencies: [torch]`), or add the folders "
+            "`torch.utils.cpp_extension.include_paths()` gives to `include-dirs`")
 
 
 _PROJECT_FILES: dict[str, list[str]] = {}     # root -> its files, relative, in walk order
