@@ -1052,6 +1052,25 @@ def test_a_whole_function_macro_reads_its_locals_with_each_uses_arguments():
     assert got == [("k_a", 64), ("k_b", 128), ("k_c", 32), ("k_d", None)]
 
 
+def test_a_launch_macro_whose_sizes_or_kernel_local_are_parameters_is_read_at_each_use():
+    # llm-awq's MMHA_LAUNCH_KERNEL(..., THDS_PER_BLOCK, ...): `auto kernel = k<T, ...,
+    # THDS_PER_BLOCK>; kernel<<<grid, THDS_PER_BLOCK, smem>>>(params)`, used with 64, 128 and
+    # 256: one launch at the definition, "`THDS_PER_BLOCK` is not a compile-time constant";
+    # a macro whose parameter is only the block (`k<<<1, n>>>`) was read the same way
+    text = ("template <typename T, int B> __global__ void kk(T* p) {}\n"
+            "__global__ void k(float* p) {}\n"
+            "#define LAUNCH(T, THDS_PER_BLOCK, stream) \\\n"
+            "    auto kernel = kk<T, THDS_PER_BLOCK>; \\\n"
+            "    kernel<<<dim3(4, 2), THDS_PER_BLOCK, 0, stream>>>(p)\n"
+            "#define L(n) k<<<1, n>>>(q)\n"
+            "template <typename T> void run(T* p, float* q, int n, cudaStream_t stream) {\n"
+            "  if (n < 32) { LAUNCH(T, 64, stream); } else { LAUNCH(T, 128, stream); }\n"
+            "  L(96); }\n")
+    got = [(la.callee, la.template_args, la.block.total, la.span.line)
+           for la in parse(text).launches]
+    assert got == [("kk", ("T", "64"), 64, 8), ("kk", ("T", "128"), 128, 8), ("k", (), 96, 9)]
+
+
 def test_a_launch_macro_used_inside_other_macros_is_read_at_the_outer_uses():
     # LeetCUDA's block_all_reduce.cu: TORCH_BINDING_REDUCE(f32, ...) -> DISPATCH_REDUCE_KERNEL
     # -> LANUCH_REDUCE_KERNEL(32, f32, ...) `block_all_reduce_sum_##t##_kernel<(NT)><<<grid,

@@ -123,11 +123,14 @@ def _at_uses(ctx: Context, reader: LaunchReader, node, la) -> list | None:
     begin = ctx.tx.byte_offset(la.span.start)           # (a span counts characters)
     head_end = data.find(b"<<<", begin)
     head = re.sub(rb"\\\r?\n", b" ", data[begin:head_end]) if head_end > 0 else b""
-    if not set(_NAME.findall(head)) & set(names):
-        return None
-    kernel_is_parameter = bool(set(_NAME.findall(head.split(b"<")[0])) & set(names))
     value = node.child_by_field_name("value")
     value_text = value.text if value is not None else b""
+    head = _kernel_alias(value_text, head) or head
+    config_end = data.find(b">>>", head_end) if head_end > 0 else -1
+    config = data[head_end:config_end] if config_end > 0 else b""
+    if not set(_NAME.findall(head + b" " + config)) & set(names):
+        return None         # (neither the kernel nor a size is the use's)
+    kernel_is_parameter = bool(set(_NAME.findall(head.split(b"<")[0])) & set(names))
     out = []
     macro = node.child_by_field_name("name").text
     own = _body_locals(value_text)
@@ -426,6 +429,18 @@ def _body_locals(body: bytes) -> dict:
         seen.add(name)
         out[name] = (b"dim3(" + value + b")") if m.group(1) else b"(" + value.strip() + b")"
     return out
+
+
+def _kernel_alias(body: bytes, head: bytes) -> bytes | None:
+    """The kernel a body's launch names through a local it declares once, `auto kernel =
+    k<T, N>;` (llm-awq's MMHA_LAUNCH_KERNEL): `k<T, N>`, else None."""
+    name = head.strip()
+    if not re.fullmatch(rb"[A-Za-z_]\w*", name):
+        return None
+    body = body.replace(b"\\\n", b" ")
+    found = re.findall(rb"\bauto\s*\*?\s*(?:const\s+)?" + name +
+                       rb"\s*=\s*&?\s*([A-Za-z_][\w:]*\s*(?:<[^;]*>)?)\s*;", body)
+    return found[0].strip() if len(found) == 1 else None
 
 
 def _pasted(text: bytes) -> bytes:
