@@ -261,6 +261,21 @@ def test_wheel_include_dirs_cu12_and_cu13_layouts_without_the_toolkits_own(tmp_p
     assert wheel_include_dirs([str(tmp_path / "site-packages")]) == [str(cu13), str(cu12)]
 
 
+def test_a_library_torchs_cuda_headers_include_names_them_all():
+    # detectron2 with a CPU build of torch and a toolkit without the math libraries: cuSPARSE,
+    # then cuBLAS, then cuSOLVER were missing one run at a time from ATen/cuda's context header
+    at = "/env/torch/include/ATen/cuda/CUDAContextLight.h"
+    msg = 'cannot open source file "cublas_v2.h"'
+    assert explain_missing(msg, 13, at=at) == (
+        "`cublas_v2.h` not found: part of cuBLAS; torch's CUDA headers include cuSPARSE, cuBLAS "
+        "and cuSOLVER's (`pip install nvidia-cusparse nvidia-cublas nvidia-cusolver`, as a CUDA "
+        "build of torch has them), or add their folders to `include-dirs`")
+    assert "nvidia-cusolver-cu12`" in explain_missing(msg, 12, at=at)
+    assert explain_missing(msg, 13, at="/src/gemm.cu") == (     # a unit's own include: one
+        "`cublas_v2.h` not found: part of cuBLAS (`pip install nvidia-cublas`), or add its "
+        "folder to `include-dirs`")
+
+
 def test_missing_header_names_the_package():
     msg = 'app.cu(3): catastrophic error: cannot open source file "cublas_v2.h"'
     assert explain_missing(msg, 13) == ("`cublas_v2.h` not found: part of cuBLAS "

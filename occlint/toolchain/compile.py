@@ -646,7 +646,8 @@ def _explained(err: CompileError, major: int | None, add: str | None = None,
     from occlint.toolchain.libraries import explain_missing, explain_removed, explain_undefined
 
     message = explain_undefined(explain_removed(explain_missing(err.message, major, add, root,
-                                                                database, cache)), root, cache)
+                                                                database, cache, err.path)),
+                                root, cache)
     return err if message == err.message else dataclasses.replace(err, message=message)
 
 

@@ -163,11 +163,18 @@ def missing_header(message: str) -> str | None:
     return None
 
 
+# the CUDA libraries torch's ATen/cuda/CUDAContextLight.h includes, in its order: a CPU build
+# of torch with a toolkit that lacks them misses one at a time
+_TORCH_CUDA_LIBRARY_HEADERS = ("cusparse.h", "cublas_v2.h", "cublasLt.h", "cusolverDn.h")
+
+
 def explain_missing(message: str, cuda_major: int | None = None, add: str | None = None,
-                    root: str | None = None, database: bool = False, cache=None) -> str:
+                    root: str | None = None, database: bool = False, cache=None,
+                    at: str | None = None) -> str:
     """A missing-header message rewritten to name the header and, when known, its package, or
     the project folder that holds it (`root`: the project's root, searched once per process;
-    `cache`: where its file list is kept between runs, project_files).
+    `cache`: where its file list is kept between runs, project_files). `at`: the file whose
+    #include failed (torch's CUDA headers name every library they need at once).
     `add`: how to add a folder to the include path, where it is not `include-dirs` (a Python
     file's CUDA string)."""
     header = missing_header(message)
@@ -181,6 +188,15 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
         return f"`{header}` not found: {_torch_cpu_hint()}"
     if known and known[0] == "PyTorch" and not add:
         return f"`{header}` not found: part of PyTorch's C++ headers: {_torch_hint()}"
+    if known and header in _TORCH_CUDA_LIBRARY_HEADERS and at and \
+            at.replace(os.sep, "/").endswith("ATen/cuda/CUDAContextLight.h"):
+        found = [package_for(h, cuda_major) for h in _TORCH_CUDA_LIBRARY_HEADERS]
+        packages = list(dict.fromkeys(p[1] for p in found if p))
+        libraries = list(dict.fromkeys(p[0] for p in found if p))
+        return (f"`{header}` not found: part of {known[0]}; torch's CUDA headers include "
+                f"{', '.join(libraries[:-1])} and {libraries[-1]}'s "
+                f"(`pip install {' '.join(packages)}`, as a CUDA build of torch has them), or "
+                "add their folders to `include-dirs`")
     if known:
         library, package = known
         return (f"`{header}` not found: part of {library} (`pip install {package}`), "
