@@ -534,6 +534,55 @@ def test_setup_py_flags_of_the_cuda_build_beside_a_rocm_branch(tmp_path):
     assert c["occlint_warning"].endswith("not a list occlint can read: it compiles without them")
 
 
+def test_setup_py_read_as_a_cuda_build_on_this_machine(tmp_path):
+    # detectron2, kaolin: `extension = CppExtension`, `if torch.cuda.is_available() or
+    # FORCE_CUDA: ... extension = CUDAExtension; sources += glob(...cu); define_macros +=
+    # [("WITH_CUDA", None)]; extra_compile_args["nvcc"] = [...]`, `if sys.platform == "win32":
+    # extra_compile_args["nvcc"] += [...]`, then `extension(...)`: no entry at all, so units
+    # lost WITH_CUDA (detectron2's nms_rotated: "name must be a namespace name")
+    import sys
+
+    from occlint.python.extensions import extension_entries
+
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "k.cu").write_text("")
+    (tmp_path / "csrc" / "b.cpp").write_text("")
+    setup = tmp_path / "setup.py"
+    setup.write_text(textwrap.dedent('''\
+        import glob, os, sys, torch
+        from torch.utils.cpp_extension import CppExtension, CUDAExtension
+        def get_extensions():
+            extra_compile_args = {"cxx": []}
+            define_macros = []
+            sources = glob.glob("csrc/*.cpp")
+            is_cuda = torch.cuda.is_available() or os.getenv("FORCE_CUDA", "0") == "1"
+            if is_cuda:
+                define_macros += [("WITH_CUDA", None)]
+                sources += glob.glob("csrc/*.cu")
+                extension = CUDAExtension
+                extra_compile_args["nvcc"] = ["-O3", "-DCUDA_HAS_FP16=1"]
+            else:
+                extension = CppExtension
+            if sys.platform == "win32":
+                extra_compile_args["nvcc"] += ["-Xcompiler", "/Zc:preprocessor"]
+            return [extension("pkg._C", sources, define_macros=define_macros,
+                              extra_compile_args=extra_compile_args)]
+        def build(use_cuda):            # a parameter: its caller decides
+            if use_cuda:
+                flags = ["-DA"]
+            else:
+                flags = ["-DB"]
+            return CUDAExtension("p", ["csrc/k.cu"], extra_compile_args={"nvcc": flags})
+        '''))
+    first, second = extension_entries(str(setup))
+    windows = ["-Xcompiler", "/Zc:preprocessor"] if sys.platform == "win32" else []
+    assert first["file"].endswith("k.cu") and "occlint_warning" not in first
+    tail = ["-DTORCH_EXTENSION_NAME=_C", "-O3", "-DCUDA_HAS_FP16=1", *windows, "-DWITH_CUDA"]
+    assert first["arguments"][-len(tail):] == tail
+    assert "-DA" not in second["arguments"] and "-DB" not in second["arguments"]
+    assert second["occlint_warning"].endswith("not a list occlint can read: it compiles without them")
+
+
 @pytest.fixture
 def cpu_torch(monkeypatch):
     """`_cpu_torch`, whose modules leave sys.modules with the test (a later test's

@@ -88,7 +88,7 @@ def extension_entries(setup_path: str, text: str | None = None,
     Python file (paths relative to its folder). An unreadable or unparsable file gives none.
     `globs`: each `glob.glob` its calls were read with is appended, [pattern, folder, found]."""
     from occlint.python.compile import torch_flags
-    from occlint.python.extract import PyModel, _Extractor, _last, _name_of, _Scopes
+    from occlint.python.extract import PyModel, Unknown, _Extractor, _last, _name_of, _Scopes
 
     folder = os.path.dirname(os.path.abspath(setup_path))
     if text is None:
@@ -115,6 +115,12 @@ def extension_entries(setup_path: str, text: str | None = None,
         def visit_Call(self, node: cst.Call) -> None:
             nonlocal torch_inc
             api = _last(_name_of(node.func))
+            if api not in _CALLS and isinstance(node.func, cst.Name):
+                # `extension = CUDAExtension` in a build's CUDA arm, then `extension(...)`
+                # (detectron2, kaolin, pytorch3d)
+                called = ex.value(node.func)
+                if isinstance(called, Unknown) and _last(called.source) == "CUDAExtension":
+                    api = "CUDAExtension"
             if api not in _CALLS:
                 return
             if api == "load" and "cpp_extension" not in text:

@@ -28,16 +28,76 @@ COMPILERS = {"RawKernel": "cupy", "RawModule": "cupy", "SourceModule": "pycuda",
              "DynamicSourceModule": "pycuda", "load_inline": "torch"}
 
 
-def _cuda_truth(test) -> bool | None:
-    """The value of an if's test in a CUDA build when it only asks whether the build is for
-    ROCm (a name or attribute with a `hip` or `rocm` part, maybe under `not`): False; else
-    None."""
+# the words of a switch that means "build with CUDA" (`is_cuda`, `WITH_CUDA`, `FORCE_CUDA`,
+# `CUDA_HOME`, `torch.cuda.is_available`): any other word (`use_cuda_graphs`) and it is not one
+_BUILD_WORDS = {"cuda", "is", "with", "use", "has", "have", "build", "force", "enable", "enabled",
+                "available", "home", "found", "torch", "compile"}
+
+
+def _cuda_truth(test, params: frozenset = frozenset()) -> bool | None:
+    """The value of a build script's `if` test in a CUDA build on this machine, when it asks
+    only what that build answers: whether it is for ROCm (a name with a `hip` or `rocm` part,
+    `torch.version.hip`: False), whether CUDA is there (`is_cuda`, `WITH_CUDA`,
+    `torch.cuda.is_available()`, `CUDA_HOME is not None`, `FORCE_CUDA`: True),
+    the platform (`sys.platform == "win32"`, `os.name == "nt"`: this one's), with `not`,
+    `and`, `or`. None for anything else, or a name in `params` (a function's parameter, which
+    its caller sets)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _cuda_truth(test.expression)
+        inner = _cuda_truth(test.expression, params)
         return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        a, b = _cuda_truth(test.left, params), _cuda_truth(test.right, params)
+        if isinstance(test.operator, cst.Or):
+            return True if True in (a, b) else False if a is False and b is False else None
+        return False if False in (a, b) else True if a is True and b is True else None
+    if isinstance(test, cst.Call):          # torch.cuda.is_available(), os.getenv("FORCE_CUDA")
+        func = _name_of(test.func) or ""
+        if func.endswith("cuda.is_available"):
+            return True
+        if _last(func) in ("getenv", "get") and test.args and \
+                isinstance(test.args[0].value, cst.SimpleString):
+            return _word_truth(str(test.args[0].value.evaluated_value))
+        return None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        right = comp.comparator
+        if isinstance(comp.operator, (cst.IsNot, cst.Is)) and isinstance(right, cst.Name) and \
+                right.value == "None":
+            left = _cuda_truth(test.left, params)       # `CUDA_HOME is not None`
+            if left is None:
+                return None
+            return left if isinstance(comp.operator, cst.IsNot) else not left
+        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+            here = _platform_value(test.left)
+            if here is not None and isinstance(right, cst.SimpleString):
+                same = here == right.evaluated_value
+                return same if isinstance(comp.operator, cst.Equal) else not same
+            if isinstance(test.left, cst.Call):         # `os.getenv("FORCE_CUDA", "0") == "1"`
+                return _cuda_truth(test.left, params)
+        return None
     name = _name_of(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
-    parts = re.split(r"[._]", name.lower()) if name else []
-    return False if {"hip", "rocm"} & set(parts) else None
+    if not name or name.split(".")[0] in params:
+        return None
+    return _word_truth(name)
+
+
+def _word_truth(name: str) -> bool | None:
+    """A build switch's name: a `hip`/`rocm` part is false in a CUDA build; `cuda` with only
+    _BUILD_WORDS beside it true; None otherwise."""
+    parts = set(re.split(r"[._\s]+", name.lower())) - {""}
+    if parts & {"hip", "rocm"}:
+        return False
+    if "cuda" in parts and parts <= _BUILD_WORDS:
+        return True
+    return None
+
+
+def _platform_value(node) -> str | None:
+    """`sys.platform` or `os.name` as this machine has them, for the node naming one."""
+    import os
+    import sys
+
+    return {"sys.platform": sys.platform, "os.name": os.name}.get(_name_of(node) or "")
 
 
 class Unknown:
@@ -376,23 +436,40 @@ class _Extractor(cst.CSTVisitor):
 
     _BRANCHES = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler, cst.Match)
 
-    def _runs_on_cuda(self, branch) -> bool | None:
-        """Does this if/elif body or else of a module's own code (a build script's: in a
-        function, the name may be a parameter any caller sets) run in a CUDA build, judged only
-        by a test that names a ROCm build (`HIP_BUILD`, `IS_ROCM`, `torch.version.hip`, their
-        `not`), which is false there? None for any other branch."""
-        cur = self.parents.get(branch) if branch is not None else None
-        while cur is not None:
+    def _runs_on_cuda(self, stmt, use) -> bool | None:
+        """Does `stmt` run in a CUDA build of the extension on this machine, by the tests of the
+        `if`s around it in its function or module that are not also around `use` (those hold
+        at the use either way) (`_cuda_truth`: `if HIP_BUILD:`, `if torch.cuda.is_available()
+        or FORCE_CUDA:`, `if sys.platform == "win32":`)? False when one arm it is in does not
+        run; True when every such `if` runs the arm it is in (and no loop or `try` is around
+        it); None otherwise, and for a test of a parameter of its function (the caller sets
+        it)."""
+        arms: list[tuple[cst.If, bool]] = []
+        loops, params = False, set()
+        child, cur = stmt, self.parents.get(stmt)
+        while cur is not None and not isinstance(cur, cst.Module):
             if isinstance(cur, (cst.FunctionDef, cst.Lambda)):
-                return None
-            cur = self.parents.get(cur)
-        if isinstance(branch, cst.If):
-            return _cuda_truth(branch.test)
-        if isinstance(branch, cst.Else):
-            parent = self.parents.get(branch)
-            test = _cuda_truth(parent.test) if isinstance(parent, cst.If) else None
-            return None if test is None else not test
-        return None
+                plist = cur.params
+                params = {p.name.value for p in (*plist.posonly_params, *plist.params,
+                                                  *plist.kwonly_params)}
+                params |= {a.name.value for a in (plist.star_arg, plist.star_kwarg)
+                           if isinstance(a, cst.Param)}
+                break
+            if isinstance(cur, cst.If):
+                if not self._inside(use, cur):
+                    arms.append((cur, child is cur.orelse))
+            elif isinstance(cur, self._BRANCHES) and not isinstance(cur, cst.Else) and \
+                    not self._inside(use, cur):
+                loops = True
+            child, cur = cur, self.parents.get(cur)
+        verdict: bool | None = True if arms and not loops else None
+        for node, in_else in arms:
+            t = _cuda_truth(node.test, frozenset(params))
+            if t is not None and t == in_else:
+                return False            # (the arm it is in does not run)
+            if t is None:
+                verdict = None
+        return verdict
 
     def _branch(self, stmt):
         """The innermost if/else/loop/except around an assignment, within its function."""
@@ -426,7 +503,7 @@ class _Extractor(cst.CSTVisitor):
             return Unknown(self.source(node))
         pos, value, kind, stmt = found
         branch = self._branch(stmt)
-        runs = self._runs_on_cuda(branch)
+        runs = self._runs_on_cuda(stmt, node) if branch is not None else None
         if runs is False and not self._inside(node, branch):
             # a ROCm build's branch (`if HIP_BUILD:` ... `else:`): the CUDA build's value is
             # the one before it (mamba's extra_compile_args)
@@ -436,7 +513,7 @@ class _Extractor(cst.CSTVisitor):
             # set under a condition, with an earlier value too: which one runs is not known here
             return Unknown(f"{name} (set under a condition)")
         if kind in ("append", "extend", "mutate"):
-            return self._mutated(name, node, scopes, pos, kind, value)
+            return self._mutated(name, node, scopes, pos, kind, value, stmt)
         if kind == "aug":
             op, rhs = value
             if type(op) not in _AUG:
@@ -451,10 +528,14 @@ class _Extractor(cst.CSTVisitor):
         inner = self.scope_of(value)
         return self.value(value, inner, pos)
 
-    def _mutated(self, name: str, node, scopes, pos: int, kind: str, arg):
-        """The list `name` after `name.append(arg)` / `name.extend(arg)` at `pos`; Unknown after
-        any other change in place, or when the list before it is not known."""
-        before = self._named(name, node, scopes, pos) if kind != "mutate" else None
+    def _mutated(self, name: str, node, scopes, pos: int, kind: str, arg, stmt=None):
+        """The list `name` after `name.append(arg)` / `name.extend(arg)` at `pos`, the dict
+        `name` after `name[key] = value` or `name[key] += [...]` (kaolin's
+        `extra_compile_args['nvcc'] = [...]`); Unknown after any other change in place, or when
+        the value before it is not known."""
+        if kind == "mutate":
+            return self._item_set(name, node, scopes, pos, stmt)
+        before = self._named(name, node, scopes, pos)
         if not isinstance(before, (list, tuple)):
             return Unknown(f"{name} (changed in place)")
         added = self.value(arg, scopes, pos)
@@ -462,6 +543,32 @@ class _Extractor(cst.CSTVisitor):
             return [*before, added]
         return [*before, *added] if isinstance(added, (list, tuple)) else \
             Unknown(f"{name} (changed in place)")
+
+    def _item_set(self, name: str, node, scopes, pos: int, stmt):
+        changed = Unknown(f"{name} (changed in place)")
+        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+            target, op = stmt.targets[0].target, None
+        elif isinstance(stmt, cst.AugAssign):
+            target, op = stmt.target, stmt.operator
+        else:
+            return changed
+        if not isinstance(target, cst.Subscript) or len(target.slice) != 1 or \
+                not isinstance(target.slice[0].slice, cst.Index) or _name_of(target.value) != name:
+            return changed
+        before = self._named(name, node, scopes, pos)
+        key = self.value(target.slice[0].slice.value, scopes, pos)
+        key = key.text if isinstance(key, PyStr) else key
+        if not isinstance(before, dict) or not isinstance(key, (str, int)) or \
+                isinstance(key, bool):
+            return changed
+        new = self.value(stmt.value, scopes, pos)
+        if op is not None:
+            old = before.get(key)
+            if not isinstance(op, cst.AddAssign) or not isinstance(old, (list, tuple)) or \
+                    not isinstance(new, (list, tuple)):
+                return changed
+            new = [*old, *new]
+        return {**before, key: new}
 
     def _binop(self, op, left, right, scopes, at, node, left_value=None):
         lv = left_value if left_value is not None else self.value(left, scopes, at)
