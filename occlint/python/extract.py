@@ -545,6 +545,7 @@ class _Extractor(cst.CSTVisitor):
             Unknown(f"{name} (changed in place)")
 
     def _item_set(self, name: str, node, scopes, pos: int, stmt):
+        """The dict `name` after `stmt`, `name[key] = value` or `name[key] += [...]`."""
         changed = Unknown(f"{name} (changed in place)")
         if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
             target, op = stmt.targets[0].target, None
@@ -557,7 +558,8 @@ class _Extractor(cst.CSTVisitor):
             return changed
         before = self._named(name, node, scopes, pos)
         key = self.value(target.slice[0].slice.value, scopes, pos)
-        key = key.text if isinstance(key, PyStr) else key
+        if isinstance(key, PyStr):
+            key = None if key.unknown else key.text
         if not isinstance(before, dict) or not isinstance(key, (str, int)) or \
                 isinstance(key, bool):
             return changed
