@@ -727,3 +727,7 @@ def test_a_missing_pytorch_header_says_what_to_do(tmp_path, monkeypatch):
     assert explain_missing(message, 13) == (
         f"`torch/all.h` not found: part of PyTorch's C++ headers: the installed torch's headers "
         f"(`{inc}`), which occlint searches, do not have it: another release of torch may")
+    # kaolin's `<THC/THCAtomics.cuh>`, of an older torch: "add its folder to `include-dirs`"
+    assert explain_missing('cannot open source file "THC/THCAtomics.cuh"', 13) == (
+        f"`THC/THCAtomics.cuh` not found: part of PyTorch's C++ headers: the installed torch's "
+        f"headers (`{inc}`), which occlint searches, do not have it: another release of torch may")

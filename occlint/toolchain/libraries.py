@@ -42,7 +42,7 @@ _PACKAGES: list[tuple[str, str, str, str]] = [
     (r"cutlass/.*|cute/.*", "CUTLASS", "nvidia-cutlass", "nvidia-cutlass"),
     # a PyTorch extension's headers: with torch importable, a setup.py extension's units get
     # torch's include folders (python.extensions)
-    (r"(?:torch|ATen|c10|caffe2)/.*", "PyTorch", "torch", "torch"),
+    (r"(?:torch|ATen|c10|caffe2|THC)/.*", "PyTorch", "torch", "torch"),
     (r"pybind11/.*", "pybind11", "pybind11", "pybind11"),
     (r"pycuda-.*\.hpp", "PyCUDA", "pycuda", "pycuda"),     # SourceModule passes its folder
 ]
