@@ -567,6 +567,17 @@ def test_setup_py_read_as_a_cuda_build_on_this_machine(tmp_path):
                 extra_compile_args["nvcc"] += ["-Xcompiler", "/Zc:preprocessor"]
             return [extension("pkg._C", sources, define_macros=define_macros,
                               extra_compile_args=extra_compile_args)]
+        def mmcv():                     # a chain of backends: only CUDA's is this build's
+            define_macros = []
+            if os.getenv("MMCV_WITH_DIOPI", "0") == "1":
+                extension = CppExtension
+            elif torch.cuda.is_available() or os.getenv("FORCE_CUDA", "0") == "1":
+                define_macros += [("MMCV_WITH_CUDA", None)]
+                extension = CUDAExtension
+            elif hasattr(torch, "is_mlu_available") and torch.is_mlu_available():
+                define_macros += [("MMCV_WITH_MLU", None)]
+                extension = CUDAExtension
+            return extension("mmcv._ext", ["csrc/k.cu"], define_macros=define_macros)
         def build(use_cuda):            # a parameter: its caller decides
             if use_cuda:
                 flags = ["-DA"]
@@ -574,7 +585,8 @@ def test_setup_py_read_as_a_cuda_build_on_this_machine(tmp_path):
                 flags = ["-DB"]
             return CUDAExtension("p", ["csrc/k.cu"], extra_compile_args={"nvcc": flags})
         '''))
-    first, second = extension_entries(str(setup))
+    first, third, second = extension_entries(str(setup))
+    assert third["arguments"][-1] == "-DMMCV_WITH_CUDA"
     windows = ["-Xcompiler", "/Zc:preprocessor"] if sys.platform == "win32" else []
     assert first["file"].endswith("k.cu") and "occlint_warning" not in first
     tail = ["-DTORCH_EXTENSION_NAME=_C", "-O3", "-DCUDA_HAS_FP16=1", *windows, "-DWITH_CUDA"]

@@ -28,6 +28,9 @@ COMPILERS = {"RawKernel": "cupy", "RawModule": "cupy", "SourceModule": "pycuda",
              "DynamicSourceModule": "pycuda", "load_inline": "torch"}
 
 
+# the words of a switch for a build with another accelerator (ROCm's, mmcv's MLU, NPU, MPS,
+# DIOPI branches): false in a CUDA build
+_OTHER_BACKENDS = {"hip", "rocm", "mlu", "npu", "mps", "xpu", "diopi", "dipu", "musa", "hpu"}
 # the words of a switch that means "build with CUDA" (`is_cuda`, `WITH_CUDA`, `FORCE_CUDA`,
 # `CUDA_HOME`, `torch.cuda.is_available`): any other word (`use_cuda_graphs`) and it is not one
 _BUILD_WORDS = {"cuda", "is", "with", "use", "has", "have", "build", "force", "enable", "enabled",
@@ -36,8 +39,9 @@ _BUILD_WORDS = {"cuda", "is", "with", "use", "has", "have", "build", "force", "e
 
 def _cuda_truth(test, params: frozenset = frozenset()) -> bool | None:
     """The value of a build script's `if` test in a CUDA build on this machine, when it asks
-    only what that build answers: whether it is for ROCm (a name with a `hip` or `rocm` part,
-    `torch.version.hip`: False), whether CUDA is there (`is_cuda`, `WITH_CUDA`,
+    only what that build answers: whether it is for ROCm or another accelerator (a name with a
+    `hip`, `rocm`, `mlu`, `npu`, `mps`, ... part, `torch.version.hip`,
+    `torch.is_mlu_available()`: False), whether CUDA is there (`is_cuda`, `WITH_CUDA`,
     `torch.cuda.is_available()`, `CUDA_HOME is not None`, `FORCE_CUDA`: True),
     the platform (`sys.platform == "win32"`, `os.name == "nt"`: this one's), with `not`,
     `and`, `or`. None for anything else, or a name in `params` (a function's parameter, which
@@ -52,8 +56,8 @@ def _cuda_truth(test, params: frozenset = frozenset()) -> bool | None:
         return False if False in (a, b) else True if a is True and b is True else None
     if isinstance(test, cst.Call):          # torch.cuda.is_available(), os.getenv("FORCE_CUDA")
         func = _name_of(test.func) or ""
-        if func.endswith("cuda.is_available"):
-            return True
+        if func.endswith("available"):      # (torch.is_mlu_available(): another backend's)
+            return _word_truth(func)
         if _last(func) in ("getenv", "get") and test.args and \
                 isinstance(test.args[0].value, cst.SimpleString):
             return _word_truth(str(test.args[0].value.evaluated_value))
@@ -82,10 +86,10 @@ def _cuda_truth(test, params: frozenset = frozenset()) -> bool | None:
 
 
 def _word_truth(name: str) -> bool | None:
-    """A build switch's name: a `hip`/`rocm` part is false in a CUDA build; `cuda` with only
-    _BUILD_WORDS beside it true; None otherwise."""
+    """A build switch's name: a part naming another accelerator (_OTHER_BACKENDS) is false in a
+    CUDA build; `cuda` with only _BUILD_WORDS beside it true; None otherwise."""
     parts = set(re.split(r"[._\s]+", name.lower())) - {""}
-    if parts & {"hip", "rocm"}:
+    if parts & _OTHER_BACKENDS:
         return False
     if "cuda" in parts and parts <= _BUILD_WORDS:
         return True
