@@ -61,7 +61,7 @@ def test_second_process_spawns_no_probe(tmp_path, nvcc_path, spawned):
 
 def test_changed_binary_is_probed_again(tmp_path, nvcc_path, spawned):
     wrapper = tmp_path / "nvcc"
-    wrapper.write_text(f'#!/bin/sh\nexec "{nvcc_path}" "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexport OCCLINT_TEST=1\nexec "{nvcc_path}" "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     _find(tmp_path, str(wrapper))
     _forget()
@@ -70,6 +70,27 @@ def test_changed_binary_is_probed_again(tmp_path, nvcc_path, spawned):
     os.utime(wrapper, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     _find(tmp_path, str(wrapper))
     assert [c[1] for c in spawned if c[0] == str(wrapper)] == ["-dryrun", "--version"]
+
+
+def test_a_script_that_only_execs_nvcc_is_read_not_run(tmp_path, nvcc_path, spawned):
+    # /usr/local/bin/nvcc as `#!/bin/sh` `exec /usr/local/cuda-13.0/bin/nvcc "$@"`: its
+    # `-dryrun` (26 ms before a cold run's first compile) told what the script's text says
+    real = discover.find_nvcc(Config(root=str(tmp_path), nvcc=nvcc_path, no_cache=True)).path
+    _forget()
+    spawned.clear()
+    wrapper = tmp_path / "bin" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\n# a comment\n\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    found = _find(tmp_path, str(wrapper))[0]
+    assert found.path == real
+    assert [c[1] for c in spawned if c[0] == str(wrapper)] == ["--version"]
+    assert discover._exec_target(str(tmp_path / "bin" / "absent")) is None
+    for body in (f'exec {real} "$@" --extra', f'exec {real}', f'{real} "$@"'):
+        wrapper.write_text(f"#!/bin/sh\n{body}\n")
+        assert discover._exec_target(str(wrapper)) is None, body
+    wrapper.write_text(f'#!/bin/sh\nexec "{tmp_path}/bin/nvcc" "$@"\n')   # itself: no ELF
+    assert discover._exec_target(str(wrapper)) is None
 
 
 def test_no_cache_writes_nothing_and_garbage_is_a_miss(tmp_path, nvcc_path, spawned):
