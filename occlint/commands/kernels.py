@@ -568,7 +568,6 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
                   memo: dict) -> list[dict]:
     """A file's records with the figures `check` would lint it with (engine.usage_of: its own
     unit's, a header's includers'), never another unit's kernel of the same name."""
-    from occlint.engine import borrowed_usage, usage_of
     from occlint.python import is_python
     from occlint.source import parse
 
@@ -577,6 +576,8 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
         return _python_records(*entry, report is not None, config, archs) if entry else []
     sf = parse(texts[path], path, views.get(path))
     recs = records(sf)
+    if report is not None:      # (the engine's import is a listing's own cost without nvcc)
+        from occlint.engine import borrowed_usage, usage_of
     mine = usage_of(path, report.usages, report, all_usage) if report is not None else []
     failed_here = report is not None and os.path.realpath(path) in failed
     headers = _defining_headers(sf, path, report, memo) if report is not None else []
@@ -907,6 +908,7 @@ def _run(args) -> int:
 
     shares, workers = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
     if workers > 1:     # loaded once, before the copies fork
+        import occlint.link  # noqa: F401    (the records' kernel lookup)
         from occlint.source.grammar import load_parser
         from occlint.toolchain.flags import source_views  # noqa: F401
         load_parser()
