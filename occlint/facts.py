@@ -232,7 +232,9 @@ def array_registers(site: Site) -> int:
     origin, k = arch_kernel(site.facts, site.arch) or (site.facts.origin, site.facts.kernel)
     if origin is None:
         return 0
-    values = launch_args(site.launch) if site.launch is not None else usage_args(u)
+    # the instantiation nvcc compiled names every argument; a launch in a template function
+    # may leave some its own parameters (lgemm's `gemm_v05<T, ...>` with T the caller's)
+    values = usage_args(u) if u.template_args or site.launch is None else launch_args(site.launch)
     try:
         from occlint.source import specialize
         words = specialize(origin, k, values if k.template_params else ()).local_arrays

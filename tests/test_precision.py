@@ -458,6 +458,35 @@ def test_no_register_cap_below_what_the_per_thread_arrays_hold():
     assert _tiled(cliff.replace("acc[TM * TN]", "acc[TM]"), 34, tm=(6, 6)) == ["OCC010"]
 
 
+HALF_TILED = """\
+#include <cuda_fp16.h>
+template <typename T, int TM>
+__global__ void __launch_bounds__(256) tiled(T* c) {
+    T acc[TM * TM] = {};
+    T a[TM], b[TM];
+    for (int i = 0; i < TM * TM; ++i) acc[i] += a[i % TM] * b[i % TM];
+    c[threadIdx.x] = acc[0];
+}
+template <typename T> void run(T* c) { tiled<T, 8><<<1000, 256>>>(c); }
+template void run<__half>(__half*);
+"""
+
+
+def test_a_half_tile_holds_a_register_per_element_and_the_instantiation_names_its_type():
+    # leimao/CUDA-GEMM-Optimization's gemm_v05<__half, ..., 8, 8> (102 registers at 256
+    # threads): "38 fewer registers (64) would allow 50%", but its 8x8 __half accumulators and
+    # two 8-element vectors hold 80 registers (scalar halves are not packed), and the launch,
+    # in a template function, named the element type only as its own `T`
+    def codes(args, regs, text=HALF_TILED):
+        usage = [Usage(kernel="tiled", arch="sm_90", registers=regs, template_args=args)]
+        return sorted(f.code for f in lint_source(text, "t.cu", usage, Config(arch=("sm_90",))))
+    assert codes(("__half", "8"), 102) == []
+    assert codes(("float", "8"), 130) == []
+    # 4x4: 16 + 4 + 4 registers of arrays, a cap of 64 leaves room: a remedy
+    assert codes(("__half", "4"), 102, HALF_TILED.replace("tiled<T, 8>", "tiled<T, 4>")) == \
+        ["OCC001"]
+
+
 # --- 8: the one safe fix never changes when code runs -------------------------------------------
 
 OPT_IN = """\

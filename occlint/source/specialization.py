@@ -115,8 +115,9 @@ def _declarations(ctx, kn):
 
 
 def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
-    """Words of the per-thread arrays declared in the kernel's body (not shared, static or
-    constant), sizes evaluated under `bind`."""
+    """Registers of the per-thread arrays declared in the kernel's body (not shared, static or
+    constant), sizes evaluated under `bind`: a word each 4 bytes, one per element of a 16-bit
+    float (types.HALF_SCALARS)."""
     out: list[int | None] = []
     for node in _declarations(ctx, kn):
         if qualifiers(node) & _NOT_PER_THREAD:
@@ -130,7 +131,12 @@ def _local_arrays(ctx, kn, bind) -> tuple[int | None, ...]:
             if name is None or not size_nodes:
                 continue
             size = evaluate(ctx, type_text, size_nodes, bind, kn.node.start_byte)[2]
-            out.append(None if size is None else -(-size // 4))
+            bound = bind.get(type_text.encode())
+            kind = types.normalize(bound if isinstance(bound, str) and bound else type_text)
+            if size is not None and kind in types.HALF_SCALARS:
+                out.append(size // 2)       # (lgemm's `__half C[8][8]`: 64 registers, not 32)
+            else:
+                out.append(None if size is None else -(-size // 4))
     return tuple(out)
 
 

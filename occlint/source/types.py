@@ -16,6 +16,10 @@ _SCALARS = {
     "__nv_fp8_e5m2": 1,
 }
 
+# 16-bit floating scalars: scalar arithmetic keeps each in a 32-bit register of its own (ptxas
+# packs pairs only now and then), so a per-thread array of them needs a register per element
+HALF_SCALARS = frozenset({"half", "__half", "__nv_bfloat16", "nv_bfloat16"})
+
 # CUDA vector types: base -> element size; `<base>1..4`
 _VECTOR_BASES = {
     "char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4, "float": 4,
