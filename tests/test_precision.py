@@ -482,6 +482,11 @@ def test_a_half_tile_holds_a_register_per_element_and_the_instantiation_names_it
         return sorted(f.code for f in lint_source(text, "t.cu", usage, Config(arch=("sm_90",))))
     assert codes(("__half", "8"), 102) == []
     assert codes(("float", "8"), 130) == []
+    # a 32-byte stack frame (the vectorized variants keep a[8], b[8] there): 80 - 16 = 64
+    # registers of arrays still, and a cap of 64 would spill
+    usage = [Usage(kernel="tiled", arch="sm_90", registers=74, stack_frame=32,
+                   template_args=("__half", "8"))]
+    assert [f.code for f in lint_source(HALF_TILED, "t.cu", usage, Config(arch=("sm_90",)))] == []
     # 4x4: 16 + 4 + 4 registers of arrays, a cap of 64 leaves room: a remedy
     assert codes(("__half", "4"), 102, HALF_TILED.replace("tiled<T, 8>", "tiled<T, 4>")) == \
         ["OCC001"]
