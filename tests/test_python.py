@@ -965,6 +965,21 @@ def test_python_that_python_cannot_compile_does_not_crash_the_process(tmp_path):
         assert "good.py:9:13: OCC031" in proc.stdout if args[0] == "check" else "good.py" in proc.stdout
 
 
+def test_a_cupy_source_chosen_by_a_rocm_test_is_the_cuda_one():
+    # a module that writes its kernel for ROCm and CUDA in the two arms of `if
+    # cupy.cuda.runtime.is_hip:` compiled neither ("set under a condition")
+    src = textwrap.dedent('''\
+        import cupy
+        if cupy.cuda.runtime.is_hip:
+            code = "__global__ void k(float* p) { p[0] = 2.0f; }"
+        else:
+            code = 'extern "C" __global__ void k(float* p) { p[0] = 1.0f; }'
+        k = cupy.RawKernel(code, "k")
+        ''')
+    (mod,) = extract(src, "x.py").modules
+    assert not mod.code.unknown and mod.code.text.startswith('extern "C"')
+
+
 def test_a_value_set_under_a_condition_is_not_guessed():
     src = textwrap.dedent('''\
         import cupy
