@@ -523,8 +523,13 @@ def test_setup_py_flags_of_the_cuda_build_beside_a_rocm_branch(tmp_path):
         CUDAExtension(name="a", sources=["k.cu"], extra_compile_args=extra)
         CUDAExtension(name="b", sources=["k.cu"], extra_compile_args={"nvcc": flags})
         CUDAExtension(name="c", sources=["k.cu"], extra_compile_args={"nvcc": other})
+        gen = ["--generate-code=arch=compute_80,code=compute_80"]     # flash-fft-conv's
+        CUDAExtension(name="d", sources=["k.cu"],
+                      extra_compile_args={"nvcc": append_nvcc_threads(["-O3"] + gen)})
         '''))
-    a, b, c = extension_entries(str(setup))
+    a, b, c, d = extension_entries(str(setup))
+    assert d["arguments"][-2:] == ["-O3", "--generate-code=arch=compute_80,code=compute_80"]
+    assert "occlint_warning" not in d
     assert a["arguments"][-2:] == ["-O3", "--use_fast_math"] and "--offload-arch=native" not in a["arguments"]
     assert a["occlint_warning"] == ("setup.py:21: part of the nvcc flags of this extension is "
                                     "not a list occlint can read (`cc_flag`): it compiles with "

@@ -44,12 +44,13 @@ def _flag_list(value) -> list[str]:
     return got or []
 
 
-def _literal_flags(value) -> tuple[list[str], list[str]]:
+def _literal_flags(value, resolve=None) -> tuple[list[str], list[str]]:
     """(flags, the parts not read) of nvcc flags occlint could not evaluate whole, read from how
     they are written: a helper's one list argument (mamba's `append_nvcc_threads([...])`, which
     adds `--threads 4`), and list literals joined with `+` to something else (its
-    `[...] + cc_flag`, the gencode flags appended under version tests): the literals' strings.
-    ([], []) when no literal list of strings is found."""
+    `[...] + cc_flag`, the gencode flags appended under version tests): the literals' strings,
+    and a name's where `resolve(name)` reads its strings (flash-fft-conv's module-level
+    `cc_flag = [...]`). ([], []) when no literal list of strings is found."""
     import libcst as cst
 
     from occlint.python.extract import Unknown
@@ -73,13 +74,24 @@ def _literal_flags(value) -> tuple[list[str], list[str]]:
             parts.append(n)
     flags, unread = [], []
     for part in parts:
+        named = resolve(part.value) if resolve is not None and isinstance(part, cst.Name) else None
         if isinstance(part, (cst.List, cst.Tuple)) and all(
                 isinstance(e.value, cst.SimpleString) and
                 isinstance(e.value.evaluated_value, str) for e in part.elements):
             flags += [e.value.evaluated_value for e in part.elements]
+        elif named is not None:
+            flags += named
         else:
             unread.append(cst.Module([]).code_for_node(part))
     return (flags, unread) if flags else ([], [])
+
+
+def _named_strs(ex, name: str, at) -> list[str] | None:
+    """The strings `name` holds where the call `at` is, when it is a list of them."""
+    try:
+        return _strs(ex._named(name, at, ex.scope_of(at), ex.start(at)))
+    except (KeyError, RecursionError, ValueError, TypeError, AttributeError):
+        return None
 
 
 def extension_entries(setup_path: str, text: str | None = None,
@@ -142,7 +154,7 @@ def extension_entries(setup_path: str, text: str | None = None,
                 nvcc = extra.get("nvcc") if isinstance(extra, dict) else extra
                 got, rest = _flag_list(nvcc), []
                 if not got:
-                    got, rest = _literal_flags(nvcc)
+                    got, rest = _literal_flags(nvcc, lambda name, at=node: _named_strs(ex, name, at))
                 flags += got
                 where = f"{os.path.basename(setup_path)}:{ex.positions[node].start.line}"
                 if nvcc is not None and not got and not (isinstance(nvcc, (list, tuple)) and
