@@ -1716,6 +1716,26 @@ def test_a_plain_classs_constants_read_its_own_members_first():
     assert [la.block.total for la in parse(text).launches] == [512, 128, 512]
 
 
+def test_dim3_fields_set_in_the_arms_of_a_switch_the_launch_is_under():
+    # flash-fft-conv's butterfly launchers: `dim3 blockDim; switch (N) { case 128: blockDim.x
+    # = 32; blockDim.y = 8; break; default: blockDim.x = 32; blockDim.y = 4; break; }`, then
+    # each kernel launched in a `case` of another `switch (N)`: "not a compile-time constant"
+    text = ("__global__ void k16(float* p) {}\n__global__ void k128(float* p) {}\n"
+            "void run(float* p, unsigned N, int q) {\n"
+            "  dim3 blockDim;\n"
+            "  switch (N) { case 128: blockDim.x = 32; blockDim.y = 8; break;\n"
+            "               default: blockDim.x = 32; blockDim.y = 4; break; }\n"
+            "  switch (N) {\n"
+            "  case 16: k16<<<1, blockDim>>>(p); break;\n"
+            "  case 128: k128<<<1, blockDim>>>(p); break;\n"
+            "  }\n"
+            "  k16<<<1, blockDim>>>(p);\n"          # outside: N unknown, y is 8 or 4
+            "  dim3 other; if (q) other.y = 2; else other.y = 4; k16<<<1, other>>>(p);\n"
+            "}\n")
+    got = [(la.callee, la.block.total, la.block.x) for la in parse(text).launches]
+    assert got == [("k16", 128, 32), ("k128", 256, 32), ("k16", None, 32), ("k16", None, 1)]
+
+
 def test_a_dim3_local_of_template_parameters_names_them():
     # vllm's paged_attention and tiny-cuda-nn's grid.h: `dim3 block(NUM_THREADS);` in a
     # template function no call of the file instantiates: the block was "not a compile-time

@@ -28,6 +28,32 @@ _SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression"
                        "sizeof_expression", "cast_expression", "parenthesized_expression"}
 
 
+def _switch_arm(value) -> tuple[bytes, object, list] | None:
+    """For the value of a write `b.y = 4;` directly in an arm of `switch (n)` (not under an
+    `if` or a loop of that arm): (n, the arm's case value node or None for `default`, the case
+    value nodes of every arm of that switch)."""
+    assign = value.parent
+    node = assign.parent if assign is not None else None
+    if assign is None or assign.type != "assignment_expression" or node is None or \
+            node.type != "expression_statement":
+        return None
+    case = node.parent
+    while case is not None and case.type == "compound_statement":   # `case 1: { ... }`
+        case = case.parent
+    if case is None or case.type != "case_statement":
+        return None
+    body = case.parent
+    switch = body.parent if body is not None else None
+    cond = switch.child_by_field_name("condition") if switch is not None and \
+        switch.type == "switch_statement" else None
+    inner = [c for c in cond.named_children if c.type != "comment"] if cond is not None else []
+    if len(inner) != 1 or inner[0].type != "identifier":
+        return None
+    labels = [c.child_by_field_name("value") for c in body.named_children
+              if c.type == "case_statement"]
+    return inner[0].text, case.child_by_field_name("value"), [x for x in labels if x is not None]
+
+
 def _extent(v: int | None) -> int | None:
     """A grid or block extent as evaluated; below 1 (no launch has one: nvcc's runtime rejects
     it) the evaluation missed a write, so the extent is unknown."""
@@ -509,17 +535,53 @@ class LaunchReader:
         return types.is_integral(local.decls[0][0].decode("utf-8", "replace"))
 
     def _fields(self, local, scope, text, bind=None) -> Dim3:
-        """A dim3 declared without initializer (1, 1, 1) and set once per field."""
+        """A dim3 declared without initializer (1, 1, 1) and set once per field, or in the arms
+        of a `switch (n)` whose arm for the launch's `n` is known (`_arm_field`)."""
         if set(local.fields) - {b"x", b"y", b"z"}:
             return Dim3(None, None, None, text)
         vals = []
         for f in (b"x", b"y", b"z"):
             values = local.fields.get(f, [])
-            if len(values) > 1 or (values and values[0] is None):
+            if not values:
+                vals.append(1)
+            elif None in values:
                 vals.append(None)
+            elif len(values) == 1:
+                vals.append(_extent(self.env.value(values[0], scope, bind)))
             else:
-                vals.append(_extent(self.env.value(values[0], scope, bind)) if values else 1)
+                vals.append(self._arm_field(values, scope, bind))
         return Dim3(vals[0], vals[1], vals[2], text)
+
+    def _arm_field(self, values, scope, bind) -> int | None:
+        """The field a dim3 gets from several writes: the value they all give, else the one write
+        in the arm of `switch (n)` that the launch's own `n` takes, `n` known at the launch
+        from the `case` around it (flash-fft-conv: `switch (N) { case 128: b.y = 8; break;
+        default: b.y = 4; }`, launched in `case 32:` of another `switch (N)`). None otherwise."""
+        got = {_extent(self.env.value(v, scope, bind)) for v in values}
+        if len(got) == 1:
+            return got.pop()
+        site = self.env.site
+        if site is None:
+            return None
+        chosen = []
+        for v in values:
+            arm = _switch_arm(v)
+            if arm is None:
+                return None
+            name, label, labels = arm
+            at = self.ctx.switch_value(scope, name, site)
+            if at is None:
+                return None
+            cases = [self.env.value(c, None) for c in labels]
+            if None in cases:
+                return None
+            if (label is None and at not in cases) or \
+                    (label is not None and self.env.value(label, None) == at):
+                chosen.append(v)
+        if len(chosen) != 1:
+            return None
+        self.env._narrowed += 1       # (a value of this site: kept out of the memos)
+        return _extent(self.env.value(chosen[0], scope, bind))
 
     def _initial(self, init, scope, depth: int, text: str, bind=None) -> Dim3:
         """The value a dim3 local is declared with (`init`: its init_declarator, or the
