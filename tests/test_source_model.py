@@ -1731,9 +1731,20 @@ def test_dim3_fields_set_in_the_arms_of_a_switch_the_launch_is_under():
             "  }\n"
             "  k16<<<1, blockDim>>>(p);\n"          # outside: N unknown, y is 8 or 4
             "  dim3 other; if (q) other.y = 2; else other.y = 4; k16<<<1, other>>>(p);\n"
+            "}\n"
+            "void ifft(float* p, unsigned N) {\n"     # a first value the switch overwrites
+            "  dim3 b; b.x = 32; b.y = 4;\n"
+            "  switch (N) { case 128: b.x = 32; b.y = 8; break; default: b.x = 32; b.y = 4; }\n"
+            "  switch (N) { case 128: k128<<<1, b>>>(p); break; }\n"
+            "}\n"
+            "void late(float* p, unsigned N) {\n"      # the launch before the switch that sets it
+            "  dim3 b;\n"
+            "  switch (N) { case 128: k128<<<1, b>>>(p); break; }\n"
+            "  switch (N) { case 128: b.y = 8; break; default: b.y = 4; }\n"
             "}\n")
     got = [(la.callee, la.block.total, la.block.x) for la in parse(text).launches]
-    assert got == [("k16", 128, 32), ("k128", 256, 32), ("k16", None, 32), ("k16", None, 1)]
+    assert got == [("k16", 128, 32), ("k128", 256, 32), ("k16", None, 32), ("k16", None, 1),
+                   ("k128", 256, 32), ("k128", None, 1)]
 
 
 def test_a_dim3_local_of_template_parameters_names_them():

@@ -28,10 +28,10 @@ _SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression"
                        "sizeof_expression", "cast_expression", "parenthesized_expression"}
 
 
-def _switch_arm(value) -> tuple[bytes, object, list] | None:
+def _switch_arm(value) -> tuple[bytes, object, list, object] | None:
     """For the value of a write `b.y = 4;` directly in an arm of `switch (n)` (not under an
     `if` or a loop of that arm): (n, the arm's case value node or None for `default`, the case
-    value nodes of every arm of that switch)."""
+    value nodes of every arm of that switch, the switch)."""
     assign = value.parent
     node = assign.parent if assign is not None else None
     if assign is None or assign.type != "assignment_expression" or node is None or \
@@ -51,7 +51,8 @@ def _switch_arm(value) -> tuple[bytes, object, list] | None:
         return None
     labels = [c.child_by_field_name("value") for c in body.named_children
               if c.type == "case_statement"]
-    return inner[0].text, case.child_by_field_name("value"), [x for x in labels if x is not None]
+    return (inner[0].text, case.child_by_field_name("value"), [x for x in labels if x is not None],
+            switch)
 
 
 def _extent(v: int | None) -> int | None:
@@ -563,12 +564,19 @@ class LaunchReader:
         site = self.env.site
         if site is None:
             return None
+        arms = [(v, _switch_arm(v)) for v in values]
+        armed = [(v, a) for v, a in arms if a is not None]
+        # a write before a switch whose `default` writes the field too is overwritten by it
+        # (flash-fft-conv's ifft launchers: `blockDim.y = 4;` then the switch)
+        plain = [v for v, a in arms if a is None]
+        defaults = [a[3] for _v, a in armed if a[1] is None]
+        if any(a[3].end_byte > site.start_byte for _v, a in armed):
+            return None         # (a switch after the launch, or around it, sets it too late)
+        if plain and not (len(defaults) == 1 and
+                          all(v.end_byte <= defaults[0].start_byte for v in plain)):
+            return None
         chosen = []
-        for v in values:
-            arm = _switch_arm(v)
-            if arm is None:
-                return None
-            name, label, labels = arm
+        for v, (name, label, labels, _switch) in armed:
             at = self.ctx.switch_value(scope, name, site)
             if at is None:
                 return None
