@@ -1747,6 +1747,27 @@ def test_dim3_fields_set_in_the_arms_of_a_switch_the_launch_is_under():
                    ("k128", 256, 32), ("k128", None, 1)]
 
 
+def test_a_dim3_field_takes_the_last_write_that_runs_whenever_the_launch_does():
+    # flash-fft-conv's padded launchers: `b.y = 4;` at the top, `b.y = 8;` at the start of the
+    # `case 128:` that launches: each launch the value its own path gives
+    text = ("__global__ void k(float* p) {}\n"
+            "void run(float* p, int n, int q) {\n"
+            "  dim3 b; b.x = 32; b.y = 4;\n"
+            "  switch (n) {\n"
+            "  case 32: k<<<1, b>>>(p); break;\n"
+            "  case 128: b.y = 8; k<<<1, b>>>(p); break;\n"
+            "  }\n"
+            "  if (q) b.y = 2;\n"
+            "  k<<<1, b>>>(p);\n"              # after a write that may not run: unknown
+            "}\n"
+            "void loop(float* p) {\n"
+            "  dim3 b; b.y = 4;\n"
+            "  for (int i = 0; i < 2; ++i) { k<<<1, b>>>(p); b.y = 8; }\n"   # 4, then 8
+            "}\n")
+    got = [la.block.total for la in parse(text).launches]
+    assert got == [128, 256, None, None]
+
+
 def test_a_dim3_local_of_template_parameters_names_them():
     # vllm's paged_attention and tiny-cuda-nn's grid.h: `dim3 block(NUM_THREADS);` in a
     # template function no call of the file instantiates: the block was "not a compile-time

@@ -28,6 +28,36 @@ _SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression"
                        "sizeof_expression", "cast_expression", "parenthesized_expression"}
 
 
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+def _dominating_write(values, site):
+    """The write of a field (`b.y = 8;`) that holds at `site`: the last one before it whose
+    statement is directly in a block (or `case` arm) around `site`, with no other write
+    between them that may or may not run, and none after `site` in a loop around it
+    (flash-fft-conv's padded launchers: `b.y = 4;` at the top, `b.y = 8;` in the `case 128:`
+    that launches). None otherwise."""
+    chosen = None
+    for v in sorted(values, key=lambda n: n.start_byte):
+        assign = v.parent
+        stmt = assign.parent if assign is not None else None
+        holder = stmt.parent if stmt is not None and stmt.type == "expression_statement" else None
+        if holder is None or assign.type != "assignment_expression":
+            return None
+        if v.start_byte >= site.start_byte:
+            loop = site.parent
+            while loop is not None and loop.type not in _LOOPS:
+                loop = loop.parent
+            if loop is not None and loop.start_byte <= v.start_byte < loop.end_byte:
+                return None     # written again later in a loop around the launch
+            continue
+        if holder.start_byte <= site.start_byte < holder.end_byte:
+            chosen = v          # (it runs whenever the launch does, after the ones before it)
+        else:
+            chosen = False      # a write that may or may not run, after the last sure one
+    return chosen or None
+
+
 def _switch_arm(value) -> tuple[bytes, object, list, object] | None:
     """For the value of a write `b.y = 4;` directly in an arm of `switch (n)` (not under an
     `if` or a loop of that arm): (n, the arm's case value node or None for `default`, the case
@@ -564,6 +594,9 @@ class LaunchReader:
         site = self.env.site
         if site is None:
             return None
+        last = _dominating_write(values, site)
+        if last is not None:
+            return _extent(self.env.value(last, scope, bind))
         arms = [(v, _switch_arm(v)) for v in values]
         armed = [(v, a) for v, a in arms if a is not None]
         # a write before a switch whose `default` writes the field too is overwritten by it
