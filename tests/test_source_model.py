@@ -435,7 +435,8 @@ def test_dim3_set_field_by_field():
             "dim3 f; k<<<1, f>>>();\n"
             "k<<<1, pb>>>(); }\n")
     got = [(la.block.x, la.block.y, la.block.z) for la in parse(text).launches]
-    assert got == [(128, 2, 1), (None, 1, 1), (None, 1, 1), (None, None, None), (1, 1, 1),
+    # (`d.x = 1; d.x = 2;` straight before the launch: the last write, 2)
+    assert got == [(128, 2, 1), (None, 1, 1), (2, 1, 1), (None, None, None), (1, 1, 1),
                    (None, None, None)]
 
 
