@@ -51,10 +51,9 @@ def _dominating_write(values, site):
             if loop is not None and loop.start_byte <= v.start_byte < loop.end_byte:
                 return None     # written again later in a loop around the launch
             continue
-        if holder.start_byte <= site.start_byte < holder.end_byte:
-            chosen = v          # (it runs whenever the launch does, after the ones before it)
-        else:
-            chosen = False      # a write that may or may not run, after the last sure one
+        # one that runs whenever the launch does wins over those before it; one that may not
+        # run, after the last sure one, leaves the field unknown
+        chosen = v if holder.start_byte <= site.start_byte < holder.end_byte else False
     return chosen or None
 
 
