@@ -709,9 +709,9 @@ def test_a_local_assigned_once_after_its_declaration():
             "  int branch;\n  if (c) branch = 32;\n  k<<<1, branch>>>(p);\n"
             "  int loop;\n  for (;;) { loop = 32; k<<<1, loop>>>(p); }\n"
             "  int plus;\n  plus += 32;\n  k<<<1, plus>>>(p);\n}\n")
-    # before the assignment, in a branch without `else`, in a loop, by `+=`: unknown; assigned
-    # twice by statements of its block: the last write before the launch
-    assert [la.block.x for la in parse(text).launches] == [None, 512, 128, None, None, None]
+    # before the assignment, in a branch without `else`, by `+=`: unknown; assigned twice by
+    # statements of its block, or in the loop body just before the launch: the last write
+    assert [la.block.x for la in parse(text).launches] == [None, 512, 128, None, 32, None]
 
 
 def test_a_dim3_given_fields_by_statements_of_its_block():
@@ -953,9 +953,10 @@ def test_a_local_assigned_in_every_arm_of_an_if_else_takes_those_values():
             " k<<<1, t>>>(x); }\n"
             "void before(float *x, bool c) { int t; k<<<1, t>>>(x); if (c) t = 1; else t = 2; }\n")
     got = _blocks_and_choices(text)
-    # two values: unknown, not a choice of two (ccminer's lyra2 below)
+    # two values: unknown, not a choice of two (ccminer's lyra2 below); `t = 64;` after the
+    # if/else, straight before the launch: 64
     assert got == [("same", 1024, ()), ("two", None, ()), ("chain", None, ()),
-                   ("no_else", None, ()), ("twice", None, ()), ("after", None, ()),
+                   ("no_else", None, ()), ("twice", None, ()), ("after", 64, ()),
                    ("looped", None, ()), ("before", None, ())]
     # ccminer's lyra2: `tpb = 32; if (arch >= 520) tpb = 32; else if (arch >= 500) tpb = 32;
     # else if (arch >= 200) tpb = 160;` and the launch under `if (arch >= 520)`: 160 never
@@ -1748,6 +1749,30 @@ def test_dim3_fields_set_in_the_arms_of_a_switch_the_launch_is_under():
                    ("k128", 256, 32), ("k128", None, 1)]
 
 
+def test_a_local_written_in_nested_blocks_takes_the_last_write_that_runs_before_the_use():
+    # ThunderKittens' mha_h100: `auto threads = 4 * WARP_THREADS;` launched with in an `if`
+    # block, which later writes `threads = WARP_THREADS * BWD_NUM_WORKERS;` for the next
+    # launch: both "not a compile-time constant"
+    text = ("__global__ void k(float* p) {}\n"
+            "__global__ void t(float* p) { __shared__ float s[2][32];\n"
+            "  int buf = 0;\n"                    # ggml's cpy: flipped later in the outer loop
+            "  for (int i = 0; i < 4; ++i) { for (int j = 0; j < 2; ++j) s[buf][j] = p[j];\n"
+            "    buf = (buf + 1) % 2; } }\n"
+            "void run(float* p, int d, int q) {\n"
+            "  auto threads = 4 * 32;\n"
+            "  if (d == 64) {\n"
+            "    k<<<1, threads>>>(p);\n"
+            "    threads = 32 * 12;\n"
+            "    k<<<1, threads>>>(p);\n"
+            "  }\n"
+            "  if (q) threads = 64;\n"
+            "  k<<<1, threads>>>(p);\n"            # after a write that may not run
+            "}\n")
+    sf = parse(text)
+    assert [la.block.total for la in sf.launches] == [128, 384, None]
+    assert [i.constant for i in sf.shared[0].indices if i.dim == 0] == [None]
+
+
 def test_a_dim3_field_takes_the_last_write_that_runs_whenever_the_launch_does():
     # flash-fft-conv's padded launchers: `b.y = 4;` at the top, `b.y = 8;` at the start of the
     # `case 128:` that launches: each launch the value its own path gives
@@ -1764,9 +1789,12 @@ def test_a_dim3_field_takes_the_last_write_that_runs_whenever_the_launch_does():
             "void loop(float* p) {\n"
             "  dim3 b; b.y = 4;\n"
             "  for (int i = 0; i < 2; ++i) { k<<<1, b>>>(p); b.y = 8; }\n"   # 4, then 8
+            "  dim3 c; c.y = 4;\n"
+            "  for (int i = 0; i < 2; ++i) { for (int j = 0; j < 2; ++j) k<<<1, c>>>(p);\n"
+            "    c.y = 8; }\n"                        # the outer loop's next turn: 8
             "}\n")
     got = [la.block.total for la in parse(text).launches]
-    assert got == [128, 256, None, None]
+    assert got == [128, 256, None, None, None]
 
 
 def test_a_dim3_local_of_template_parameters_names_them():

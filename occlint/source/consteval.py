@@ -106,6 +106,47 @@ def _assigned_once(decl, local: Local, at):
     return last.child_by_field_name("right")
 
 
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+def _in_a_loop_around(write, at, stop) -> bool:
+    """Is `write` inside a loop that is around `at` (below `stop`)?"""
+    loop = at.parent
+    while loop is not None and loop != stop:
+        if loop.type in _LOOPS and loop.start_byte <= write.start_byte < loop.end_byte:
+            return True
+        loop = loop.parent
+    return False
+
+
+def dominating_assignment(decl, local: Local, at):
+    """The value node that reaches the use `at` of a local written by statements `name =
+    value;` in blocks nested in its own (ThunderKittens' `auto threads = 4 * WARP_THREADS;`
+    launched with, then `threads = WARP_THREADS * BWD_NUM_WORKERS;` in an `if` block before the
+    next launch): the last write before `at` directly in a block around `at`, else the
+    initializer, when no write between that may not run comes after it and none after `at`
+    sits in a loop around `at`. None otherwise."""
+    if not local.writes or local.fields or at is None:
+        return None
+    block, stmt = _block_of(decl)
+    if block is None or not stmt.end_byte <= at.start_byte < block.end_byte:
+        return None
+    chosen = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+    for write in sorted(local.writes, key=lambda w: w.start_byte):
+        if not _plain_write(write) or not block.start_byte <= write.start_byte < block.end_byte:
+            return None
+        holder = write.parent.parent
+        if write.start_byte >= at.start_byte:
+            if _in_a_loop_around(write, at, block):
+                return None     # written again later in a loop around the use
+            continue
+        if holder is not None and holder.start_byte <= at.start_byte < holder.end_byte:
+            chosen = write.child_by_field_name("right")
+        else:
+            chosen = None       # a write that may or may not run, after the last sure one
+    return chosen
+
+
 def assigned_in_branches(decl, local: Local, at) -> list | None:
     """The value nodes a local may hold at `at` when its only writes are `name = value;` in
     the arms of one if/else (chains of `else if` too) that follows the declaration in its
@@ -647,7 +688,8 @@ class Env:
         if key in self._active:
             return None
         if local.written or decl.type != "init_declarator":
-            value = _assigned_once(decl, local, at)     # `int b; b = 512;` read after it
+            value = _assigned_once(decl, local, at) or \
+                dominating_assignment(decl, local, at)    # `int b; b = 512;` read after it
             if value is None:           # `int b; if (c) b = 512; else b = 512;`: one value
                 arms = assigned_in_branches(decl, local, at) or ()
                 self._active.add(key)

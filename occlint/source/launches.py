@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
-from occlint.source.consteval import exprs
+from occlint.source.consteval import _in_a_loop_around, exprs
 from occlint.source.context import Context, declarator_name, function_declarator
 from occlint.source.values import (
     MAX_VALUES,
@@ -28,9 +28,6 @@ _SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression"
                        "sizeof_expression", "cast_expression", "parenthesized_expression"}
 
 
-_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
-
-
 def _dominating_write(values, site):
     """The write of a field (`b.y = 8;`) that holds at `site`: the last one before it whose
     statement is directly in a block (or `case` arm) around `site`, with no other write
@@ -45,10 +42,7 @@ def _dominating_write(values, site):
         if holder is None or assign.type != "assignment_expression":
             return None
         if v.start_byte >= site.start_byte:
-            loop = site.parent
-            while loop is not None and loop.type not in _LOOPS:
-                loop = loop.parent
-            if loop is not None and loop.start_byte <= v.start_byte < loop.end_byte:
+            if _in_a_loop_around(v, site, None):
                 return None     # written again later in a loop around the launch
             continue
         # one that runs whenever the launch does wins over those before it; one that may not
