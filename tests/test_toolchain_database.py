@@ -712,12 +712,18 @@ def test_a_missing_pytorch_header_says_what_to_do(tmp_path, monkeypatch):
     from occlint.toolchain.libraries import explain_missing
 
     message = 'cannot open source file "torch/all.h"'
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" not in p])
-    importlib.invalidate_caches()
-    assert explain_missing(message, 13) == (
-        "`torch/all.h` not found: part of PyTorch's C++ headers: install torch where occlint "
-        "runs (a CPU build will do; pre-commit: `additional_dependencies: [torch]`), or add the "
-        "folders `torch.utils.cpp_extension.include_paths()` gives to `include-dirs`")
+    saved = sys.path[:]         # (not monkeypatch.setattr: with syspath_prepend below, its undo
+    sys.path[:] = [p for p in saved if "site-packages" not in p]    # left sys.path stripped)
+    try:
+        importlib.invalidate_caches()
+        assert explain_missing(message, 13) == (
+            "`torch/all.h` not found: part of PyTorch's C++ headers: install torch where "
+            "occlint runs (a CPU build will do; pre-commit: `additional_dependencies: [torch]`), "
+            "or add the folders `torch.utils.cpp_extension.include_paths()` gives to "
+            "`include-dirs`")
+    finally:
+        sys.path[:] = saved
+        importlib.invalidate_caches()
     inc = tmp_path / "torch" / "include"
     (inc / "torch").mkdir(parents=True)
     (inc / "torch" / "extension.h").write_text("")
