@@ -180,3 +180,26 @@ def test_a_folder_that_looks_like_a_bare_repository_does_not_hide_a_tracked_ccbi
     assert not marker.exists()
     assert "a host compiler the repository tracks" in proc.stderr
     assert proc.returncode == 1 and "OCC031" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_torch_package_in_the_project_is_never_imported(tmp_path):
+    """A stranger's `torch/` beside a setup.py that builds a CUDAExtension: `python -m occlint`
+    puts the working directory on sys.path, and occlint imported torch for its include folders,
+    running that package's code. torch's folders are found, not imported."""
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"
+    pkg = tmp_path / "torch"
+    (pkg / "include" / "torch").mkdir(parents=True)
+    (pkg / "include" / "torch" / "extension.h").write_text("#pragma once\n")
+    (pkg / "utils").mkdir()
+    (pkg / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (pkg / "utils" / "__init__.py").write_text("")
+    (pkg / "utils" / "cpp_extension.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\ndef include_paths(**k):\n    return []\n")
+    (tmp_path / "k.cu").write_text(SCALE_100)
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "CUDAExtension(name='e', sources=['k.cu'])\n")
+    for args in (("check", "--no-cache", "k.cu", "setup.py"), ("doctor", "k.cu")):
+        proc = run_cli(*args, cwd=tmp_path, env={"PATH": "/nonexistent"})
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert not marker.exists(), args

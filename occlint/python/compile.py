@@ -75,26 +75,11 @@ def cuda_includes() -> list[str]:
 
 
 def torch_includes() -> list[str]:
-    """torch.utils.cpp_extension.include_paths(cuda=True) when torch is importable. A CPU
-    build of torch (a lint job's usual install) refuses the CUDA variant for want of a
-    CUDA_HOME; its own folders (c10, ATen, torch/extension.h) are then all it gives, since nvcc
-    finds the CUDA headers itself."""
-    import warnings
+    """torch's own header folders when torch is installed (libraries.torch_folders: found,
+    never imported)."""
+    from occlint.toolchain.libraries import torch_folders
 
-    with warnings.catch_warnings():     # torch's own ("Failed to initialize NumPy"), not ours
-        warnings.simplefilter("ignore")
-        try:
-            if importlib.util.find_spec("torch") is None:
-                return []
-            from torch.utils import cpp_extension
-        except Exception:
-            return []
-        for args in ({"device_type": "cuda"}, {"cuda": True}, {}):
-            try:
-                return list(cpp_extension.include_paths(**args))
-            except Exception:       # TypeError: another release's signature; OSError: no CUDA
-                continue
-    return []
+    return torch_folders()
 
 
 def torch_flags() -> list[str]:
@@ -102,18 +87,14 @@ def torch_flags() -> list[str]:
     folders, then Python's headers' (setuptools' build_ext adds them to every extension, and
     torch/extension.h includes Python.h); for a CPU build of torch, the define that skips the
     header only CUDA builds have (libraries.TORCH_NO_CUDA_MACROS). None without torch."""
-    import sysconfig
+    from occlint.toolchain.libraries import (
+        TORCH_NO_CUDA_MACROS,
+        torch_cpu_build,
+        torch_include_dirs,
+    )
 
-    from occlint.toolchain.libraries import TORCH_NO_CUDA_MACROS, torch_cpu_build
-
-    dirs = torch_includes()
-    if not dirs:
-        return []
+    dirs = torch_include_dirs()
     cpu = any(torch_cpu_build(d) for d in dirs)
-    for kind in ("include", "platinclude"):
-        d = sysconfig.get_path(kind)
-        if d and d not in dirs:
-            dirs.append(d)
     return [f"-I{d}" for d in dirs] + ([f"-D{TORCH_NO_CUDA_MACROS}"] if cpu else [])
 
 

@@ -4,10 +4,10 @@ entries the toolchain reads like any other (a real compile_commands.json entry w
 
 The flags are what torch passes to nvcc: its common flags (`-D__CUDA_NO_HALF_OPERATORS__`, ...,
 `--expt-relaxed-constexpr`), `-DTORCH_EXTENSION_NAME=...`, `include_dirs`, `define_macros`,
-`extra_compile_args["nvcc"]` (`extra_cuda_cflags` for `load`), and, when torch is importable,
-`torch.utils.cpp_extension.include_paths(...)` (with, for a CPU build of torch, the define that
-lets its headers compile CUDA: compile.torch_flags), so extension units compile with no
-configuration.
+`extra_compile_args["nvcc"]` (`extra_cuda_cflags` for `load`), and, when torch is installed,
+its header folders, found without importing it, and Python's (with, for a CPU build of torch,
+the define that lets its headers compile CUDA: compile.torch_flags), so extension units compile
+with no configuration.
 """
 
 from __future__ import annotations

@@ -91,15 +91,15 @@ def wheel_include_dirs(bases: list[str] | None = None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def torch_include_dirs(bases: list[str] | None = None) -> list[str]:
-    """The installed torch's header folders (the one this Python imports, found, not imported:
-    `include` and `include/torch/csrc/api/include`) and Python's (`torch/extension.h`
-    includes `Python.h`): a PyTorch extension's unit checked without its build (pre-commit,
-    a `.cu` no setup.py names) finds `<ATen/ATen.h>` there. [] without torch."""
+def torch_folders(bases: list[str] | None = None) -> list[str]:
+    """The installed torch's own header folders, as `torch.utils.cpp_extension.include_paths()`
+    lists them (`include`, `include/torch/csrc/api/include`, and an older torch's `TH`/`THC`),
+    found without importing torch (its import runs code: a stranger's `torch/` beside the
+    project must not run, and a real one takes seconds): the torch this Python would import, or
+    the first in `bases` (site folders). [] without torch."""
     import importlib.util
-    import sysconfig
 
-    if bases is None:       # the torch this Python imports (found without importing it)
+    if bases is None:
         try:
             spec = importlib.util.find_spec("torch")
         except (ImportError, ValueError):
@@ -108,10 +108,24 @@ def torch_include_dirs(bases: list[str] | None = None) -> list[str]:
     for base in bases:
         inc = os.path.join(base, "torch", "include")
         if os.path.isfile(os.path.join(inc, "torch", "extension.h")):
-            py = [sysconfig.get_path(k) for k in ("include", "platinclude")]
             return [inc, os.path.join(inc, "torch", "csrc", "api", "include"),
-                    *(d for d in dict.fromkeys(py) if d and os.path.isdir(d))]
+                    *(d for d in (os.path.join(inc, "TH"), os.path.join(inc, "THC"))
+                      if os.path.isdir(d))]
     return []
+
+
+def torch_include_dirs(bases: list[str] | None = None) -> list[str]:
+    """`torch_folders` and Python's header folders (`torch/extension.h` includes `Python.h`;
+    setuptools' build_ext adds them to every extension): what a PyTorch extension's unit
+    compiles with from its environment, and what a unit checked without its build (pre-commit,
+    a `.cu` no setup.py names) searches last. [] without torch."""
+    import sysconfig
+
+    dirs = torch_folders(bases)
+    if dirs:
+        py = [sysconfig.get_path(k) for k in ("include", "platinclude")]
+        dirs += [d for d in dict.fromkeys(py) if d and os.path.isdir(d)]
+    return dirs
 
 
 def _has_library(folder: str) -> bool:
