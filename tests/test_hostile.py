@@ -264,3 +264,19 @@ def test_an_error_in_an_included_header_is_reported_at_the_include_that_leads_to
     assert [(e.line, e.column, e.message) for e in got[unit]] == [(4, 1, f"{tmp_path}/bad.h:2: boom")]
     assert [e.line for e in got[other]] == [1]
     assert [(e.line, e.column) for e in got[alone]] == [(None, None)]
+
+
+def test_a_pathologically_deep_setup_py_gives_no_entries_and_no_error(tmp_path):
+    # a 3000-term `or` in a setup.py: libcst's position metadata raised KeyError, an
+    # "internal error" whose message was the repr of the whole branch (2.8 KB)
+    from occlint.python.extensions import extension_entries
+
+    terms = " or ".join(f"x{i}" for i in range(3000))
+    setup = tmp_path / "setup.py"
+    setup.write_text("from torch.utils.cpp_extension import CUDAExtension\n"
+                     f"if {terms}:\n    f = ['-O3']\nelse:\n    f = ['-O2']\n"
+                     "CUDAExtension(name='e', sources=['k.cu'], extra_compile_args={'nvcc': f})\n")
+    (tmp_path / "k.cu").write_text("__global__ void k(float* p) { p[threadIdx.x] = 0; }\n")
+    assert extension_entries(str(setup)) == []
+    proc = run_cli("check", "--no-cache", "k.cu", "setup.py", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[:500]

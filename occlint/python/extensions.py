@@ -116,10 +116,13 @@ def extension_entries(setup_path: str, text: str | None = None,
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return []
     wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
-    ex = _Extractor(wrapper, PyModel(setup_path, text))
-    ex.glob_root = folder
-    ex.glob_log = globs
-    wrapper.visit(_Scopes(ex))
+    try:
+        ex = _Extractor(wrapper, PyModel(setup_path, text))
+        ex.glob_root = folder
+        ex.glob_log = globs
+        wrapper.visit(_Scopes(ex))
+    except (RecursionError, KeyError):     # libcst's positions of a pathologically deep file
+        return []
     entries: list[dict] = []
     torch_inc: list[str] | None = None
 
@@ -186,5 +189,8 @@ def extension_entries(setup_path: str, text: str | None = None,
                                 "arguments": ["nvcc", "-c", path, "-o", path + ".o", *flags],
                                 **({"occlint_warning": unread} if unread else {})})
 
-    wrapper.module.visit(Calls())
+    try:
+        wrapper.module.visit(Calls())
+    except (RecursionError, KeyError):     # libcst's positions of a pathologically deep file
+        return []
     return entries
