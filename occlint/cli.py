@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # never a traceback for users; OCCLINT_DEBUG=1 shows one
         if os.environ.get("OCCLINT_DEBUG"):
             raise
-        print(f"occlint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from occlint.errors import described
+        print(f"occlint: internal error: {described(exc)}", file=sys.stderr)
         print("occlint: set OCCLINT_DEBUG=1 for a traceback and please report it", file=sys.stderr)
         return 2
 

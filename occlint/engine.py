@@ -128,7 +128,8 @@ def analyse(text: str, path: str, usage: Sequence[Usage], config: Config, *,
 def internal_error(path: str, exc: BaseException) -> str:
     """The error line for a file whose analysis failed inside occlint (a bug): the run goes on
     with the other files and exits 2."""
-    return (f"{path}: internal error while analysing it: {type(exc).__name__}: {exc} (set "
+    from occlint.errors import described
+    return (f"{path}: internal error while analysing it: {described(exc)} (set "
             "OCCLINT_DEBUG=1 for a traceback and please report it; the other files were checked)")
 
 

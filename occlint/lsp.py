@@ -166,7 +166,8 @@ class OcclintServer(LanguageServer):
             self.notice(f"occlint: {exc}", lsp.MessageType.Warning)
             findings = []
         except Exception as exc:  # a bug must not take the editor's diagnostics down with it
-            self.log(f"occlint: internal error on {doc.path}: {type(exc).__name__}: {exc}")
+            from occlint.errors import described
+            self.log(f"occlint: internal error on {doc.path}: {described(exc)}")
             findings = []
         self.findings[uri] = findings
         lines = doc.lines

@@ -224,12 +224,12 @@ def test_a_file_whose_analysis_fails_is_an_error_and_the_others_are_checked(tmp_
 
     def check_but_bad(facts):
         if facts.path.endswith("bad.cuh"):
-            raise ValueError("boom")
+            raise ValueError("boom\n" + "x" * 5000)    # (a node's repr: one bounded line)
         return real_check(facts)
 
     def records_but_bad(sf):
         if sf.path.endswith("bad.cuh"):
-            raise ValueError("boom")
+            raise ValueError("boom\n" + "x" * 5000)
         return real_records(sf)
 
     monkeypatch.setitem(checks.CHECKS, "OCC031", check_but_bad)
@@ -241,10 +241,13 @@ def test_a_file_whose_analysis_fails_is_an_error_and_the_others_are_checked(tmp_
                     "bad.cuh", "good.cuh", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "good.cuh:7:19: OCC031" in proc.stdout
-    assert "bad.cuh: internal error while analysing it: ValueError: boom" in proc.stderr
+    assert "bad.cuh: internal error while analysing it: ValueError: boom ... (set" in proc.stderr
+    assert "xxx" not in proc.stderr
     listed = run_main("kernels", "--no-compile", "bad.cuh", "good.cuh", cwd=tmp_path)
     assert listed.returncode == 2 and "good.cuh:7:" in listed.stdout
-    assert "bad.cuh: internal error while analysing it: ValueError: boom" in listed.stderr
+    assert "bad.cuh: internal error while analysing it: ValueError: boom ..." in listed.stderr
+    from occlint.errors import described
+    assert described(KeyError("y" * 500)) == f"KeyError: '{'y' * 199} ..."
 
 
 def test_an_error_in_an_included_header_is_reported_at_the_include_that_leads_to_it(tmp_path):
