@@ -40,8 +40,8 @@ _PACKAGES: list[tuple[str, str, str, str]] = [
     (r"cutensor.*\.h", "cuTENSOR", "cutensor-cu13", "cutensor-cu12"),
     (r"nvtx3/.*|nvToolsExt.*\.h", "NVTX", "nvidia-nvtx", "nvidia-nvtx-cu12"),
     (r"cutlass/.*|cute/.*", "CUTLASS", "nvidia-cutlass", "nvidia-cutlass"),
-    # a PyTorch extension's headers: with torch importable, a setup.py extension's units get
-    # torch's include folders (python.extensions)
+    # a PyTorch extension's headers: with torch installed, every unit searches its folders
+    # (torch_include_dirs), so one still missing is not the installed torch's (_torch_hint)
     (r"(?:torch|ATen|c10|caffe2|THC)/.*", "PyTorch", "torch", "torch"),
     (r"pybind11/.*", "pybind11", "pybind11", "pybind11"),
     (r"pycuda-.*\.hpp", "PyCUDA", "pycuda", "pycuda"),     # SourceModule passes its folder
