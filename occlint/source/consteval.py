@@ -119,32 +119,46 @@ def _in_a_loop_around(write, at, stop) -> bool:
     return False
 
 
+UNSURE = object()     # `last_sure_write`: a write that may not run comes after the last sure one
+
+
+def last_sure_write(assigns, at, stop=None):
+    """Of the `x = v;` assignment nodes `assigns` (one name's, or one field's), the one that holds
+    at `at`: the last before it whose statement is directly in a block (or `case` arm) around
+    `at`, so that it runs whenever `at` does. None when none is before `at` (what came before
+    them holds); UNSURE when a write that may not run follows the last sure one, or one after
+    `at` sits in a loop around it (below `stop`), or one is not a statement of its own."""
+    chosen = None
+    for a in sorted(assigns, key=lambda n: n.start_byte):
+        stmt = a.parent
+        if a.type != "assignment_expression" or stmt is None or \
+                stmt.type != "expression_statement" or stmt.parent is None:
+            return UNSURE
+        if a.start_byte >= at.start_byte:
+            if _in_a_loop_around(a, at, stop):
+                return UNSURE       # written again later in a loop around the use
+            continue
+        holder = stmt.parent
+        chosen = a if holder.start_byte <= at.start_byte < holder.end_byte else UNSURE
+    return chosen
+
+
 def dominating_assignment(decl, local: Local, at):
     """The value node that reaches the use `at` of a local written by statements `name =
     value;` in blocks nested in its own (ThunderKittens' `auto threads = 4 * WARP_THREADS;`
     launched with, then `threads = WARP_THREADS * BWD_NUM_WORKERS;` in an `if` block before the
-    next launch): the last write before `at` directly in a block around `at`, else the
-    initializer, when no write between that may not run comes after it and none after `at`
-    sits in a loop around `at`. None otherwise."""
+    next launch): `last_sure_write`'s, else the initializer. None otherwise."""
     if not local.writes or local.fields or at is None:
         return None
     block, stmt = _block_of(decl)
-    if block is None or not stmt.end_byte <= at.start_byte < block.end_byte:
+    if block is None or not stmt.end_byte <= at.start_byte < block.end_byte or \
+            not all(_plain_write(w) and block.start_byte <= w.start_byte < block.end_byte
+                    for w in local.writes):
         return None
-    chosen = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
-    for write in sorted(local.writes, key=lambda w: w.start_byte):
-        if not _plain_write(write) or not block.start_byte <= write.start_byte < block.end_byte:
-            return None
-        holder = write.parent.parent
-        if write.start_byte >= at.start_byte:
-            if _in_a_loop_around(write, at, block):
-                return None     # written again later in a loop around the use
-            continue
-        if holder is not None and holder.start_byte <= at.start_byte < holder.end_byte:
-            chosen = write.child_by_field_name("right")
-        else:
-            chosen = None       # a write that may or may not run, after the last sure one
-    return chosen
+    last = last_sure_write(local.writes, at, block)
+    if last is None:
+        return decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+    return None if last is UNSURE else last.child_by_field_name("right")
 
 
 def assigned_in_branches(decl, local: Local, at) -> list | None:

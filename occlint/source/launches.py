@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types
-from occlint.source.consteval import _in_a_loop_around, exprs
+from occlint.source.consteval import UNSURE, exprs, last_sure_write
 from occlint.source.context import Context, declarator_name, function_declarator
 from occlint.source.values import (
     MAX_VALUES,
@@ -26,29 +26,6 @@ _OCCUPANCY = b"cudaOccupancyMaxPotentialBlockSize"
 # expressions that are never a dim3: an unknown value there still means y = z = 1
 _SCALAR_EXPRESSIONS = {"number_literal", "binary_expression", "unary_expression",
                        "sizeof_expression", "cast_expression", "parenthesized_expression"}
-
-
-def _dominating_write(values, site):
-    """The write of a field (`b.y = 8;`) that holds at `site`: the last one before it whose
-    statement is directly in a block (or `case` arm) around `site`, with no other write
-    between them that may or may not run, and none after `site` in a loop around it
-    (flash-fft-conv's padded launchers: `b.y = 4;` at the top, `b.y = 8;` in the `case 128:`
-    that launches). None otherwise."""
-    chosen = None
-    for v in sorted(values, key=lambda n: n.start_byte):
-        assign = v.parent
-        stmt = assign.parent if assign is not None else None
-        holder = stmt.parent if stmt is not None and stmt.type == "expression_statement" else None
-        if holder is None or assign.type != "assignment_expression":
-            return None
-        if v.start_byte >= site.start_byte:
-            if _in_a_loop_around(v, site, None):
-                return None     # written again later in a loop around the launch
-            continue
-        # one that runs whenever the launch does wins over those before it; one that may not
-        # run, after the last sure one, leaves the field unknown
-        chosen = v if holder.start_byte <= site.start_byte < holder.end_byte else False
-    return chosen or None
 
 
 def _switch_arm(value) -> tuple[bytes, object, list, object] | None:
@@ -587,9 +564,11 @@ class LaunchReader:
         site = self.env.site
         if site is None:
             return None
-        last = _dominating_write(values, site)
-        if last is not None:
-            return _extent(self.env.value(last, scope, bind))
+        # (flash-fft-conv's padded launchers: `b.y = 4;` at the top, `b.y = 8;` in the
+        # `case 128:` that launches)
+        last = last_sure_write([v.parent for v in values], site)
+        if last is not None and last is not UNSURE:
+            return _extent(self.env.value(last.child_by_field_name("right"), scope, bind))
         arms = [(v, _switch_arm(v)) for v in values]
         armed = [(v, a) for v, a in arms if a is not None]
         # a write before a switch whose `default` writes the field too is overwritten by it
