@@ -86,16 +86,11 @@ def torch_flags() -> list[str]:
     """What a torch extension's unit compiles with from its environment: torch's include
     folders, then Python's headers' (setuptools' build_ext adds them to every extension, and
     torch/extension.h includes Python.h); for a CPU build of torch, the define that skips the
-    header only CUDA builds have (libraries.TORCH_NO_CUDA_MACROS). None without torch."""
-    from occlint.toolchain.libraries import (
-        TORCH_NO_CUDA_MACROS,
-        torch_cpu_build,
-        torch_include_dirs,
-    )
+    header only CUDA builds have (libraries.torch_defines). None without torch."""
+    from occlint.toolchain.libraries import torch_defines, torch_include_dirs
 
     dirs = torch_include_dirs()
-    cpu = any(torch_cpu_build(d) for d in dirs)
-    return [f"-I{d}" for d in dirs] + ([f"-D{TORCH_NO_CUDA_MACROS}"] if cpu else [])
+    return [f"-I{d}" for d in dirs] + torch_defines(dirs)
 
 
 def _cupy_options(mod: Module, opts: list[str]) -> list[str]:

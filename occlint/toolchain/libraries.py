@@ -141,9 +141,7 @@ def include_flags(dirs: list[str]) -> list[str]:
     """nvcc flags that search `dirs` after every other include folder (so a wheel's copy of a
     header never hides the system's or the project's), and for a CPU build of torch among them
     the define its c10/cuda headers need (TORCH_NO_CUDA_MACROS)."""
-    cpu = any(torch_cpu_build(d) for d in dirs)
-    return [f"-Xcompiler=-idirafter,{d}" for d in dirs if "," not in d] + \
-        ([f"-D{TORCH_NO_CUDA_MACROS}"] if cpu else [])
+    return [f"-Xcompiler=-idirafter,{d}" for d in dirs if "," not in d] + torch_defines(dirs)
 
 
 def package_for(header: str, cuda_major: int | None = None) -> tuple[str, str] | None:
@@ -235,6 +233,12 @@ def explain_missing(message: str, cuda_major: int | None = None, add: str | None
 # macros alone); torch's own switch for builds without that file skips its include.
 TORCH_CUDA_MACROS = "c10/cuda/impl/cuda_cmake_macros.h"
 TORCH_NO_CUDA_MACROS = "C10_CUDA_NO_CMAKE_CONFIGURE_FILE"
+
+
+def torch_defines(dirs) -> list[str]:
+    """The define a CPU build of torch among the include folders `dirs` needs for CUDA code
+    (TORCH_NO_CUDA_MACROS), as a flag; [] otherwise."""
+    return [f"-D{TORCH_NO_CUDA_MACROS}"] if any(torch_cpu_build(d) for d in dirs) else []
 
 
 def torch_cpu_build(include_dir: str) -> bool:
