@@ -162,10 +162,11 @@ def _real_nvcc(candidate: str, cache: str | None = None, timeout: float = PROBE_
         return None
     real = os.path.realpath(candidate)
     here = None
-    target = _exec_target(real) if not _is_elf(real) else None
+    script = not _is_elf(real)
+    target = _exec_target(real) if script else None
     if target is not None:          # `exec /usr/local/cuda/bin/nvcc "$@"`: that nvcc
         real = target
-    elif not _is_elf(real):
+    elif script:
         out = _run([candidate, "-dryrun", "-E", "-x", "cu", os.devnull], cache,
                    timeout=timeout, failed=None)
         if out is None:     # it cannot run, or it hangs: `--version` would wait out the timeout again
