@@ -51,8 +51,6 @@ def _literal_flags(value, resolve=None) -> tuple[list[str], list[str]]:
     `[...] + cc_flag`, the gencode flags appended under version tests): the literals' strings,
     and a name's where `resolve(name)` reads its strings (flash-fft-conv's module-level
     `cc_flag = [...]`). ([], []) when no literal list of strings is found."""
-    import libcst as cst
-
     from occlint.python.extract import Unknown
 
     if not isinstance(value, Unknown) or not value.source:
