@@ -278,33 +278,43 @@ class thread_map:
             thread.join()
 
 
-def fork_map(fn, items: list, workers: int | None = None) -> list:
+def fork_map(fn, items: list, workers: int | None = None,
+             regions: list[list[int]] | None = None) -> list:
     """[fn(item) for item in items], shared by this process and `workers` - 1 forked copies of
     it (default: one per item): each takes the next item not yet taken when it is done with one,
-    so a slow item does not hold the rest up. fn's result must be JSON (it comes back through a
-    pipe). An item a copy took but did not return (it failed), or a platform without fork, or a
-    process with threads running (a fork copies only the calling thread), is done here instead:
-    the result is the same."""
+    so a slow item does not hold the rest up. `regions`: the items' numbers in `workers` runs,
+    each process's own first (items that share work, such as one folder's files and their
+    headers, stay in one process), then the others' in turn. fn's result must be JSON (it comes
+    back through a pipe). An item a copy took but did not return (it failed), or a platform
+    without fork, or a process with threads running (a fork copies only the calling thread), is
+    done here instead: the result is the same."""
     import json
 
     workers = len(items) if workers is None else min(workers, len(items))
     if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1 or \
             len(items) > _MAX_TICKETS:
         return [fn(item) for item in items]
-    take, tickets = os.pipe()             # the items' numbers, 4 bytes each, read one by one
-    os.write(tickets, b"".join(i.to_bytes(4, "big") for i in range(len(items))))
-    os.close(tickets)                     # all written before any copy reads: each read(4) is
-    children = []                         # one whole number, and an empty read means none left
+    if regions is None or len(regions) != workers:
+        regions = [list(range(len(items)))]
+    takes = []                            # a pipe per region of the items' numbers, 4 bytes each,
+    for region in regions:                # read one by one: all written before any copy reads,
+        take, tickets = os.pipe()         # so each read(4) is one whole number, and an empty
+        os.write(tickets, b"".join(i.to_bytes(4, "big") for i in region))  # read: none left
+        os.close(tickets)
+        takes.append(take)
+    children = []
     gc.freeze()     # the heap the copies inherit is not walked by their collectors (nor copied
     try:            # page by page as it would be): 2% of a parse-only listing
-        for _ in range(workers - 1):
+        for k in range(1, workers):
+            order = takes[k % len(takes):] + takes[:k % len(takes)]
             r, w = os.pipe()
             pid = os.fork()
             if pid == 0:                  # the copy: take, compute, write, leave without cleanup
                 code = 1
                 try:
                     os.close(r)
-                    data = json.dumps(_take_all(fn, items, take)).encode("utf-8", "surrogateescape")
+                    data = json.dumps(_take_all(fn, items, order)).encode(
+                        "utf-8", "surrogateescape")
                     with os.fdopen(w, "wb") as fh:
                         fh.write(data)
                     code = 0
@@ -314,9 +324,10 @@ def fork_map(fn, items: list, workers: int | None = None) -> list:
                     os._exit(code)
             os.close(w)
             children.append((pid, r))
-        done = _take_all(fn, items, take)
+        done = _take_all(fn, items, takes)
     finally:
-        os.close(take)
+        for take in takes:
+            os.close(take)
         gc.unfreeze()
     for pid, r in children:
         with os.fdopen(r, "rb") as fh:
@@ -334,13 +345,15 @@ def fork_map(fn, items: list, workers: int | None = None) -> list:
 _MAX_TICKETS = 4096       # 16 KiB of numbers: within any pipe's buffer, so writing never blocks
 
 
-def _take_all(fn, items: list, take: int) -> dict:
-    """{number: fn(item)} for each item this process takes from the `take` pipe, until none is
-    left."""
+def _take_all(fn, items: list, takes: list[int]) -> dict:
+    """{number: fn(item)} for each item this process takes from the `takes` pipes, each until
+    none is left, in order."""
     out = {}
-    while True:
-        got = os.read(take, 4)
-        if len(got) < 4:
-            return out
-        i = int.from_bytes(got, "big")
-        out[i] = fn(items[i])
+    for take in takes:
+        while True:
+            got = os.read(take, 4)
+            if len(got) < 4:
+                break
+            i = int.from_bytes(got, "big")
+            out[i] = fn(items[i])
+    return out

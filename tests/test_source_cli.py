@@ -87,8 +87,11 @@ def test_a_shared_listing_is_the_listing_of_one_process(tmp_path):
 
     _big_listing(tmp_path)
     files = sorted(str(p) for p in tmp_path.glob("*.cu"))
-    shares, workers = _shares(files, [Path(f).stat().st_size for f in files], 2)
+    shares, workers, regions = _shares(files, [Path(f).stat().st_size for f in files], 2)
     assert workers == 2 and len(shares) == 2 * PIECES_PER_JOB and sum(shares, []) == files
+    # a region of consecutive files per process, each cut into runs that shrink
+    assert regions == [list(range(PIECES_PER_JOB)), list(range(PIECES_PER_JOB, 2 * PIECES_PER_JOB))]
+    assert len(shares[0]) > len(shares[PIECES_PER_JOB - 1])
     assert sum(Path(f).stat().st_size for f in files) > 2 * MIN_SHARE_BYTES
     # one process in this one (no fork), two in a child process (forking a pytest worker is not
     # what a user runs)
@@ -146,6 +149,21 @@ def fails_in_copy_at_three(n):
     return n * 10
 
 assert fork_map(fails_in_copy_at_three, list(range(8)), 2) == [n * 10 for n in range(8)]
+
+taken = []
+def in_step(n):     # the k-th item a process takes waits until the other has taken its k-th:
+    me, other = ("parent", "copy") if os.getpid() == parent else ("copy", "parent")
+    taken.append(n)                     # neither runs out of its own region first
+    open(os.path.join(folder, f"{me}{len(taken)}"), "a").close()
+    end = time.monotonic() + 10
+    while not os.path.exists(os.path.join(folder, f"{other}{len(taken)}")) and \
+            time.monotonic() < end:
+        time.sleep(0.01)
+    return [n, os.getpid()]
+
+got = fork_map(in_step, list(range(8)), 2, [[4, 5, 6, 7], [0, 1, 2, 3]])
+assert [n for n, _ in got] == list(range(8)), got
+assert {pid for _, pid in got[4:]} == {parent} and parent not in {pid for _, pid in got[:4]}, got
 assert fork_map(lambda n: n + 1, [1, 2, 3], 1) == [2, 3, 4]
 for name in os.listdir(folder):
     os.remove(os.path.join(folder, name))
@@ -156,7 +174,8 @@ print("ok")
 
 def test_fork_map_hands_items_out_one_by_one():
     # two processes over eight slow items: each takes the next when done, so both work, the
-    # results keep the items' order, and a copy that fails midway has its items redone here.
+    # results keep the items' order, and a copy that fails midway has its items redone here;
+    # with regions, each process takes its own region's items (the first is this process's).
     # In a fresh interpreter: fork_map works in-process where a thread runs (a test worker may
     # hold one from another test)
     import subprocess

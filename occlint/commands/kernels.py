@@ -487,27 +487,54 @@ MIN_SHARE_BYTES = 256 << 10        # a listing this large is shared among proces
 PIECES_PER_JOB = 8                 # taken one by one: a process that finishes early takes more
 
 
-def _shares(files: list[str], sizes: list[int], jobs: int | None) -> tuple[list[list[str]], int]:
-    """(`files` in consecutive runs, how many processes share them): one run when the listing
-    is small, else PIECES_PER_JOB per process (a folder's files, which share headers, mostly
-    stay together). The runs shrink from first to last (the first five times the last), so the
-    pieces taken at the end are small and the processes finish close together."""
+def _shares(files: list[str], sizes: list[int], jobs: int | None
+            ) -> tuple[list[list[str]], int, list[list[int]]]:
+    """(`files` in consecutive runs, how many processes share them, the runs' numbers in one
+    region per process): one run when the listing is small, else `files` cut into one region
+    of about equal bytes per process (a folder's files, which share headers, stay in one
+    process: each process parses and walks the headers of its own files), each cut into
+    PIECES_PER_JOB runs that shrink from first to last (the first five times the last), so the
+    runs a process that finished early takes from another's region at the end are small and
+    the processes finish close together."""
     total = sum(sizes)
     workers = max(1, min(jobs or os.cpu_count() or 1, total // MIN_SHARE_BYTES, len(files)))
-    n = 1 if workers == 1 else min(len(files), workers * PIECES_PER_JOB)
+    if workers == 1:
+        return [list(files)], 1, [[0]]
+    shares: list[list[str]] = []
+    regions: list[list[int]] = []
+    start = 0
+    for k in range(workers):
+        end = start
+        goal = total * (k + 1) / workers
+        done = sum(sizes[:start])
+        while end < len(files) - (workers - 1 - k) and (
+                k == workers - 1 or end == start or done < goal):
+            done += sizes[end]
+            end += 1
+        first = len(shares)
+        shares += _pieces(files[start:end], sizes[start:end], PIECES_PER_JOB)
+        regions.append(list(range(first, len(shares))))
+        start = end
+    return shares, workers, regions
+
+
+def _pieces(files: list[str], sizes: list[int], n: int) -> list[list[str]]:
+    """`files` in at most `n` consecutive runs whose bytes shrink linearly, 5 to 1."""
+    n = min(n, len(files))
+    total = sum(sizes)
     weights = [4 * (n - k) + n for k in range(n)]              # 5n down to n + 4, linearly
     ends, acc = [], 0
     for w in weights:
         acc += w
         ends.append(acc * total / sum(weights))
-    shares: list[list[str]] = [[] for _ in range(n)]
+    runs: list[list[str]] = [[] for _ in range(n)]
     done, k = 0, 0
     for i, (f, size) in enumerate(zip(files, sizes)):
-        while k < n - 1 and shares[k] and (done >= ends[k] or len(files) - i == n - 1 - k):
-            k += 1                          # the next piece: this one is full, or each piece
-        shares[k].append(f)                 # left needs one of the files left
+        while k < n - 1 and runs[k] and (done >= ends[k] or len(files) - i == n - 1 - k):
+            k += 1                          # the next run: this one is full, or each run
+        runs[k].append(f)                   # left needs one of the files left
         done += size
-    return [s for s in shares if s], workers
+    return [r for r in runs if r]
 
 
 def _read_all(files: list[str]) -> dict[str, bytes | str]:
@@ -906,13 +933,13 @@ def _run(args) -> int:
         return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo,
                         python)
 
-    shares, workers = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
+    shares, workers, regions = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
     if workers > 1:     # loaded once, before the copies fork
         import occlint.link  # noqa: F401    (the records' kernel lookup)
         from occlint.source.grammar import load_parser
         from occlint.toolchain.flags import source_views  # noqa: F401
         load_parser()
-    found = dict(zip(parsed, (text for part in fork_map(listing, shares, workers)
+    found = dict(zip(parsed, (text for part in fork_map(listing, shares, workers, regions)
                               for text in part)))
     parts = []
     for path in files:

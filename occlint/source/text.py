@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 
 from occlint.model import Span
 
@@ -46,7 +47,15 @@ def blank_noise(data: bytes) -> bytes:
     code's own words (`printf("<<<")` is no launch; `// CTA_THREADS` no use of the name)."""
     if b'"' not in data and b"/" not in data:
         return data
-    return _NOISE.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), data)
+    return _NOISE.sub(_spaces, data)
+
+
+def _spaces(m) -> bytes:
+    """The match's bytes as spaces, its newlines kept."""
+    s = m.group(0)
+    if b"\n" not in s:
+        return b" " * len(s)
+    return b"\n".join(b" " * len(line) for line in s.split(b"\n"))
 
 
 def _one_branch(data: bytes) -> list[tuple[int, int]]:
@@ -282,6 +291,10 @@ def decode(data: str | bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _next_line(start: int, length: int) -> int:
+    return start + length + 1
+
+
 class Text:
     """The decoded text plus the UTF-8 bytes handed to tree-sitter."""
 
@@ -289,7 +302,9 @@ class Text:
         self.text = text
         self.data = text.encode("utf-8")
         self.ascii = len(self.data) == len(text)
-        self.line_bytes = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+        lines = self.data.split(b"\n")
+        lines.pop()                         # (after the last newline: no line start follows)
+        self.line_bytes = list(accumulate(map(len, lines), _next_line, initial=0))
         if self.ascii:
             self.line_chars = self.line_bytes
         else:

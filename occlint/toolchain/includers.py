@@ -72,12 +72,18 @@ def remember(cache, includes: dict[str, tuple[str, ...]], nvcc=None) -> None:
 def user_files(deps, nvcc=None) -> list[str]:
     """The files among `deps` that belong to the user's project: not the system's (/usr), not
     the running Python's (wheels), not a CUDA toolkit's (a folder with bin/nvcc above them)."""
-    import sys
-
-    skip = ["/usr/", os.path.realpath(sys.prefix) + os.sep, os.path.realpath(sys.base_prefix) + os.sep]
+    skip = ["/usr/", *_python_prefixes()]
     if nvcc is not None:
         skip.append(os.path.dirname(os.path.dirname(nvcc.path)) + os.sep)
     return [d for d in dict.fromkeys(deps) if not d.startswith(tuple(skip)) and not _in_toolkit(d)]
+
+
+@functools.lru_cache(maxsize=1)
+def _python_prefixes() -> tuple[str, str]:
+    """The running Python's folders (its wheels), resolved once."""
+    import sys
+
+    return os.path.realpath(sys.prefix) + os.sep, os.path.realpath(sys.base_prefix) + os.sep
 
 
 _TOOLKIT_DIRS: dict[str, bool] = {}
