@@ -497,12 +497,21 @@ def test_a_file_that_only_calls_a_headers_launcher_is_read(tmp_path):
                 if x["kind"] == "launch"] == [("act", 128, 0)], name
 
 
-def test_kernels_with_no_path_lists_the_project_root_as_check_does(tmp_path):
-    # tiny-cuda-nn's triage: `occlint kernels` required a path while `check` defaults to the root
+def test_with_no_path_kernels_and_check_take_the_working_directory_as_ruff(tmp_path):
+    # tiny-cuda-nn's triage: `occlint kernels` required a path while `check` had a default; the
+    # default is the working directory, as ruff's (`check` in a subfolder checked the whole
+    # project); a baseline stays the project's
     (tmp_path / ".git").mkdir()
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.cu").write_text("__global__ void a(int* p) {}\n")
     (tmp_path / "sub" / "b.cu").write_text("__global__ void b(int* p) {}\n")
     r = run_main("kernels", "--no-compile", "--json", cwd=tmp_path / "sub")
     assert r.returncode == 0, r.stderr
-    assert sorted(x["path"] for x in json.loads(r.stdout)) == ["../a.cu", "../sub/b.cu"]
+    assert [x["path"] for x in json.loads(r.stdout)] == ["b.cu"]
+    r = run_main("kernels", "--no-compile", "--json", cwd=tmp_path)
+    assert sorted(x["path"] for x in json.loads(r.stdout)) == ["a.cu", "sub/b.cu"]
+    r = run_main("check", "--show-files", cwd=tmp_path / "sub")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(tmp_path / "sub" / "b.cu")]
+    r = run_main("check", "--show-files", cwd=tmp_path)
+    assert r.stdout.split() == [str(tmp_path / "a.cu"), str(tmp_path / "sub" / "b.cu")]

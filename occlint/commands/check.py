@@ -10,7 +10,7 @@ FORMATS_HELP = "output format (full, concise, json, ...); default: full"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_lint_arguments(parser)
+    add_lint_arguments(parser, here=True)
     parser.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
     parser.add_argument("--no-fix", dest="fix", action="store_false", help="do not apply fixes")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply (or show) unsafe fixes")

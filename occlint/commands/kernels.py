@@ -24,8 +24,8 @@ def add_arguments(parser):
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="CUDA files or directories (searched for "
                              f"{', '.join(CUDA_SUFFIXES)}, and .py files that compile CUDA; "
-                             "default: the project root, as `check`)")
-    parser.set_defaults(lints_paths=True)
+                             "default: the working directory, as `check`)")
+    parser.set_defaults(lints_paths=True, paths_here=True)
     parser.add_argument("--json", action="store_true", help="print a JSON list of records")
     parser.add_argument("--no-compile", action="store_true",
                         help="source model only: do not run nvcc for registers and occupancy")
@@ -40,7 +40,7 @@ def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
     from occlint.discover import discover as find_files
 
     files, errors = [], []
-    for p in paths or [os.path.relpath(config.root)]:     # (shown as `check` shows them)
+    for p in paths or [os.curdir]:      # (`load` gives the working directory: other callers)
         if os.path.exists(p):
             python: list[str] = []
             files += find_files([p], config, python=python)[0] + python

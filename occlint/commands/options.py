@@ -33,12 +33,15 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, cache: bool = True)
         parser.add_argument("--cache-dir", metavar="DIR", help="the compile cache folder")
 
 
-def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments that choose files, archs and rules: `check`, `fix`, `baseline`, `lock`."""
+def add_lint_arguments(parser: argparse.ArgumentParser, *, here: bool = False) -> None:
+    """The arguments that choose files, archs and rules: `check`, `fix`, `baseline`, `lock`.
+    `here`: with no path, the working directory, as ruff (`check`), not the project root (a
+    baseline or a lock is the whole project's)."""
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="files or folders (default: the project root; with --config FILE, "
-                             "the working directory)")
-    parser.set_defaults(lints_paths=True)
+                        help="files or folders (default: the working directory, as ruff)" if here
+                        else "files or folders (default: the project root; with --config "
+                             "FILE, the working directory)")
+    parser.set_defaults(lints_paths=True, paths_here=here)
     add_config_arguments(parser)
     parser.add_argument("--min-occupancy", type=float, metavar="FRACTION", help="occupancy target (default: 0.5)")
     parser.add_argument("--select", type=csv, metavar="CODES", help="rule codes or prefixes to enable (replaces the config)")
@@ -87,9 +90,11 @@ def load(args):
     config = load_config(config_file, start=start, overrides=overrides, extend=extend,
                          from_cwd=True)
     args.settings_file = config_file        # (--show-settings names the file given)
-    if config_file is not None and getattr(args, "lints_paths", False) and not args.paths:
-        # `--config FILE` and no path: the working directory, as ruff, not FILE's folder (a
-        # config kept elsewhere would lint the folder around it)
+    if getattr(args, "lints_paths", False) and not args.paths and (
+            config_file is not None or getattr(args, "paths_here", False)):
+        # no path: the working directory, as ruff (`check` in a subfolder checks that folder);
+        # with `--config FILE` for every command, not FILE's folder (a config kept elsewhere
+        # would lint the folder around it)
         args.paths = [os.curdir]
     more = _per_file(getattr(args, "extend_per_file_ignores", None))
     if more:
