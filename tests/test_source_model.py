@@ -1824,3 +1824,27 @@ def test_an_explicit_instantiation_binds_a_launchers_template_parameters():
            for la in parse(text).launches]
     assert got == [("a", 128, ()), ("d", 64, ()), ("two", None, (64, 128)),
                    ("none", None, ())]
+
+
+def test_a_parameter_callee_is_found_as_the_pattern_finds_it():
+    # forwarded._written_as_parameter reads each name's occurrence backwards instead of
+    # searching the pattern through the header: the same answer on random texts of the tokens
+    # that matter, and on the shapes launchers write
+    import random
+    import re
+
+    from occlint.source.forwarded import _written_as_parameter
+
+    def pattern(data, names):
+        return re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) + rb")\s*[,)]",
+                         data) is not None
+
+    for text in (b"void f(K  kernel, int)", b"void f(int* kernel)", b"(void (*kernel)(int*))",
+                 b"int\n\tkernel  ,", b"xkernel,", b"foo( kernel)", b"k<<<1, 2>>>(kernel);"):
+        assert _written_as_parameter(text, {b"kernel"}) == pattern(text, {b"kernel"}), text
+    rng = random.Random(3)
+    tokens = [b" ", b"\n", b"\t", b"*", b"(", b")", b",", b"&", b"k", b"kk", b"x", b"_", b"1", b";"]
+    for _ in range(20000):
+        text = b"".join(rng.choice(tokens) for _ in range(rng.randrange(1, 14)))
+        names = rng.choice([{b"k"}, {b"kk"}, {b"k", b"kk"}, {b"x"}])
+        assert _written_as_parameter(text, names) == pattern(text, names), (text, names)

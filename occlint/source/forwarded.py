@@ -91,10 +91,28 @@ def _parameter_callees(data: bytes) -> set[bytes]:
     (`K kernel,`, `(*kernel)(int*))`; a text test: empty for the many headers that launch
     kernels by name only)."""
     names = _chevron_callees(data)
-    if names and re.search(rb"[\w*&)]\s+\(?\*?\s*(?:" + b"|".join(sorted(names)) +
-                           rb")\s*[,)]", data):
-        return names
-    return set()
+    return names if names and _written_as_parameter(data, names) else set()
+
+
+_AFTER_PARAMETER = re.compile(rb"\s*[,)]")
+_BEFORE_PARAMETER_REVERSED = re.compile(rb"\s*\*?\(?\s+[\w*&)]")
+
+
+def _written_as_parameter(data: bytes, names) -> bool:
+    r"""Does one of `names` follow a type as a parameter does (what the pattern
+    `[\w*&)]\s+\(?\*?\s*NAME\s*[,)]` finds)? Each occurrence of a name is tested where it
+    stands, the text before it read backwards (reversed, with the pattern's reverse): a search
+    for the pattern tried a match at every word character of a large header (ggml's, ~1 ms)."""
+    rev = None
+    for name in names:
+        at = data.find(name)
+        while at >= 0:
+            if _AFTER_PARAMETER.match(data, at + len(name)):
+                rev = data[::-1] if rev is None else rev
+                if _BEFORE_PARAMETER_REVERSED.match(rev, len(data) - at):
+                    return True
+            at = data.find(name, at + 1)
+    return False
 
 
 def _from_headers(ctx: Context, reader: LaunchReader) -> list:
