@@ -46,7 +46,8 @@ def test_a_cuda_only_run_never_imports_libcst(tmp_path, args):
 def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
     """What each header was found to be (CUDA, or waiting for the walk's macros) is kept in the
     cache folder by its inode, size, mtime and ctime: a warm run reads no header it already
-    knows as CUDA (tiny-cuda-nn: 798 vendored headers, 170 -> 60 ms), and an edited one is read
+    knows as CUDA (tiny-cuda-nn: 798 vendored headers, 170 -> 60 ms), nor a C++ source it knows
+    launches through the driver API or not (cuda-samples' 458: 20 ms), and an edited one is read
     again. Discovery never creates the cache folder."""
     import json
     from pathlib import Path
@@ -60,6 +61,8 @@ def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
     (tmp_path / "m.hpp").write_text("#define GLOBAL __global__\n")
     (tmp_path / "u.hpp").write_text("GLOBAL void f() {}\n")
     (tmp_path / "p.hpp").write_text("inline int p() { return 1; }\n")
+    (tmp_path / "drv.cpp").write_text("void go(CUfunction f) { cuLaunchKernel(f, 1, 1, 1); }\n")
+    (tmp_path / "host.cpp").write_text("int main() { return 0; }\n")
     config = Config(root=str(tmp_path), cache_dir=str(tmp_path / "c"))
     reads = []
     real = discover.read_regular
@@ -70,19 +73,22 @@ def test_a_warm_discovery_reads_no_header_it_knows(tmp_path, monkeypatch):
         reads.clear()
         return sorted(Path(p).name for p in discover.discover([str(tmp_path)], config)[0])
 
-    want = ["a.cu", "h.hpp", "m.hpp", "u.hpp"]
+    want = ["a.cu", "drv.cpp", "h.hpp", "m.hpp", "u.hpp"]
     assert found() == want and not (tmp_path / "c").exists()     # no folder: nothing kept
     assert cache.claim(tmp_path / "c")
-    assert found() == want and {"h.hpp", "m.hpp"} <= set(reads)
-    assert found() == want and not {"h.hpp", "m.hpp"} & set(reads)   # known: not read
+    assert found() == want and {"h.hpp", "m.hpp", "drv.cpp", "host.cpp"} <= set(reads)
+    # known: not read (nor a C++ source's driver-API launches)
+    assert found() == want and not {"h.hpp", "m.hpp", "drv.cpp", "host.cpp"} & set(reads)
     (tmp_path / "p.hpp").write_text("__global__ void p() {}\n")
-    assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "p.hpp" in reads
+    (tmp_path / "host.cpp").write_text("void go(CUfunction f) { cuLaunchKernel(f, 2); }\n")
+    want = ["a.cu", "drv.cpp", "h.hpp", "host.cpp", "m.hpp", "p.hpp", "u.hpp"]
+    assert found() == want and {"p.hpp", "host.cpp"} <= set(reads)
     for note in (tmp_path / "c").glob("*/*.files"):     # a damaged note: read again, no crash
         rows = json.loads(note.read_text())
         rows["headers"] = {p: [*cache.signature(os.stat(p)), "cuda", [3], None]
                            for p in rows["headers"]}
         note.write_text(json.dumps(rows))
-    assert found() == ["a.cu", "h.hpp", "m.hpp", "p.hpp", "u.hpp"] and "h.hpp" in reads
+    assert found() == want and {"h.hpp", "drv.cpp"} <= set(reads)
 
 
 def test_the_gpu_table_needs_no_toml_parser():
