@@ -115,12 +115,17 @@ def test_database_commands_split_as_shlex_does():
     parts = ["nvcc", " ", "\t", "\n", "-c", "'", '"', "\\", "#", "a.cu", "\x0b", "\u2003", "=",
              '\\"', "\\\\", "''", '""', "$x"]
     cases += ["".join(rng.choices(parts, k=rng.randint(0, 14))) for _ in range(6000)]
+    from occlint.toolchain.database import split_command
+
     for command in cases:
         try:
             want = shlex.split(command)
-        except ValueError:
-            continue                         # unbalanced quotes: shlex's error either way
+        except ValueError:      # unbalanced quotes: shlex's error, strict (an options file)
+            with pytest.raises(ValueError):
+                split_command(command, strict=True)
+            continue
         assert entry_arguments({"command": command}) == want, repr(command)
+        assert split_command(command, strict=True) == want, repr(command)
 
 
 def test_gitignore_paths_relative_as_relpath():

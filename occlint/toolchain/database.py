@@ -45,10 +45,11 @@ _WORD_PART = re.compile(r"""([^ \t\r\n'"\\]+)|\\(.)|'([^']*)'|"((?:[^"\\]|\\.)*)
 _QUOTED_ESCAPE = re.compile(r'\\(["\\])')
 
 
-def split_command(command: str) -> list[str]:
+def split_command(command: str, strict: bool = False) -> list[str]:
     """shlex.split(command), in one regular-expression pass (shlex takes seconds on a large
     compilation database); shlex itself for what the pass rejects (a final backslash), and the
-    blank-separated words of a command shlex rejects too (an open quote)."""
+    blank-separated words of a command shlex rejects too (an open quote), or with `strict`
+    shlex's ValueError."""
     words: list[str] = []
     word: list[str] | None = None
     pos, n = 0, len(command)
@@ -60,6 +61,8 @@ def split_command(command: str) -> list[str]:
             try:
                 return shlex.split(command)
             except ValueError:      # an open quote: no shell would run it; its words, as written
+                if strict:
+                    raise
                 return command.split()
         pos = m.end()
         kind = m.lastindex

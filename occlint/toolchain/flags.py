@@ -75,9 +75,8 @@ def with_options_files(args: list[str], directory: str, depth: int = 0) -> list[
     vetted with the other flags."""
     if not any(a.startswith(("--options-file", "-optf", "@")) for a in args):
         return args                 # (most commands have none)
-    import shlex
-
     from occlint.files import read_regular
+    from occlint.toolchain.database import split_command
 
     out: list[str] = []
     i = 0
@@ -101,7 +100,7 @@ def with_options_files(args: list[str], directory: str, depth: int = 0) -> list[
                 data = read_regular(os.path.join(directory, name))
                 if len(data) > MAX_OPTIONS_FILE_BYTES:
                     continue
-                words = shlex.split(data.decode("utf-8", "replace"), comments=False)
+                words = split_command(data.decode("utf-8", "replace"), strict=True)
             except (OSError, ValueError):
                 continue
             out += with_options_files(words, directory, depth + 1)
