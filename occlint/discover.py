@@ -349,7 +349,7 @@ def discover(paths, config, python: list[str] | None = None,
     waiting: list = []      # (place in `cuda`, path, its absolute path, name, .gitignore rules)
 
     def add(path: str, kind: str) -> None:
-        key = _identity(path)
+        key = file_identity(path)
         if key in seen:
             return
         seen.add(key)
@@ -405,14 +405,14 @@ def _with_waiting(found: list[str], waiting: list, headers: _Headers, config, se
         norm = os.path.normpath(path)
         if headers.kept(norm) and not ignore.ignored_at(full_path, name, False) and \
                 not excluded(path, config):
-            key = _identity(norm)
+            key = file_identity(norm)
             if key not in seen:
                 seen.add(key)
                 out.append(norm)
     return out + found[i:]
 
 
-def _identity(path: str):
+def file_identity(path: str):
     """What makes two names one file: its device and inode (one stat, where realpath lstats every
     folder of the path), else its resolved path."""
     try:

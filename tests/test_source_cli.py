@@ -515,3 +515,13 @@ def test_with_no_path_kernels_and_check_take_the_working_directory_as_ruff(tmp_p
     assert r.stdout.split() == [str(tmp_path / "sub" / "b.cu")]
     r = run_main("check", "--show-files", cwd=tmp_path)
     assert r.stdout.split() == [str(tmp_path / "a.cu"), str(tmp_path / "sub" / "b.cu")]
+
+
+def test_kernels_lists_a_file_once_when_two_paths_name_it(tmp_path):
+    # `kernels src src/a.cu` (or a folder and its parent, as the speed bench gave): each file
+    # once, as `check` lists it; a missing path is still an error line
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.cu").write_text("__global__ void a(int* p) {}\n")
+    r = run_main("kernels", "src", ".", "src/a.cu", "nope", "--no-compile", "--json", cwd=tmp_path)
+    assert r.returncode == 2 and "no such file or directory: nope" in r.stderr
+    assert [x["path"] for x in json.loads(r.stdout)] == ["src/a.cu"]

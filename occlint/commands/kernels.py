@@ -38,12 +38,18 @@ def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
     .gitignore, `exclude`, a `.py` file's framework), path by path: a missing path is one error
     line and the others are still listed."""
     from occlint.discover import discover as find_files
+    from occlint.discover import file_identity
 
     files, errors = [], []
+    seen: set = set()
     for p in paths or [os.curdir]:      # (`load` gives the working directory: other callers)
         if os.path.exists(p):
             python: list[str] = []
-            files += find_files([p], config, python=python)[0] + python
+            for f in find_files([p], config, python=python)[0] + python:
+                key = file_identity(f)
+                if key not in seen:     # once, as `check` lists it: `kernels src src/a.cu`
+                    seen.add(key)
+                    files.append(f)
         else:
             errors.append(f"no such file or directory: {p}")
     return files, errors
