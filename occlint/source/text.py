@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 
 from occlint.model import Span
 
@@ -291,10 +292,6 @@ def decode(data: str | bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _next_line(start: int, length: int) -> int:
-    return start + length + 1
-
-
 class Text:
     """The decoded text plus the UTF-8 bytes handed to tree-sitter."""
 
@@ -304,7 +301,7 @@ class Text:
         self.ascii = len(self.data) == len(text)
         lines = self.data.split(b"\n")
         lines.pop()                         # (after the last newline: no line start follows)
-        self.line_bytes = list(accumulate(map(len, lines), _next_line, initial=0))
+        self.line_bytes = list(accumulate(map(add, map(len, lines), repeat(1)), initial=0))
         if self.ascii:
             self.line_chars = self.line_bytes
         else:
