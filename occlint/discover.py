@@ -158,18 +158,20 @@ def _wanted(path: str, config=None, headers: _Headers | None = None,
     return None
 
 
-_DRIVER_LAUNCH = re.compile(rb"\bcuLaunch(?:Cooperative)?Kernel\s*\(")
+_DRIVER_LAUNCH = re.compile(rb"\b(?:cuLaunch(?:Cooperative)?Kernel|cudaLaunch(?:Cooperative)?Kernel(?:Ex)?)\s*\(")
 
 
 def driver_launches(path: str) -> bool:
     """A C++ source that launches kernels through the driver API (`cuLaunchKernel(f, ...)`
-    outside strings and comments: cuda-samples' vectorAddDrv.cpp): linted for its launches,
-    with the figures of the unit that compiles the kernel it names, not compiled itself."""
+    outside strings and comments: cuda-samples' vectorAddDrv.cpp) or the runtime's launch
+    calls (nvdiffrast's `cudaLaunchKernel((void*)K, ...)` of kernels its `.cu` files define):
+    linted for its launches, with the figures of the unit that compiles the kernel it names,
+    not compiled itself."""
     try:
         data = read_regular(path)
     except OSError:
         return False
-    if b"cuLaunch" not in data:
+    if b"cuLaunch" not in data and b"cudaLaunch" not in data:
         return False
     from occlint.source.text import blank_noise
     return _DRIVER_LAUNCH.search(blank_noise(data)) is not None

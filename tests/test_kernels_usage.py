@@ -474,6 +474,39 @@ def test_driver_api_launches_of_a_host_source_take_their_folders_kernel(tmp_path
         "`f` is a CUfunction whose kernel occlint reads only from `cuModuleGetFunction(&f, ")
 
 
+RUNTIME_HOST = """\
+#include <cuda_runtime.h>
+#include "../common/aa.h"
+void AntialiasFwdMeshKernel(const float* p, int n);   // the host's view of the kernel
+void run(const float* p, int n, cudaStream_t stream) {
+    void* args[] = {&p, &n};
+    cudaLaunchKernel((void*)AntialiasFwdMeshKernel, (n - 1) / AA_THREADS + 1, AA_THREADS, args,
+                     0, stream);
+}
+"""
+
+
+def test_runtime_api_launches_of_a_host_source_are_listed(tmp_path, nvcc_path):
+    # nvdiffrast's csrc/torch/*.cpp launch the kernels of csrc/common/*.cu with
+    # `cudaLaunchKernel((void*)K, grid, AA_..._THREADS_PER_BLOCK, args, 0, stream)`: such a
+    # host source was not discovered (only the driver API's `cuLaunchKernel` was), so its
+    # kernels had no launch (0 -> 8 of nvdiffrast's launches with a figure). A host source
+    # that only names the call in a comment is not a CUDA file
+    (tmp_path / "common").mkdir()
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "common" / "aa.h").write_text("#define AA_THREADS 128\n")
+    (tmp_path / "common" / "aa.cu").write_text(
+        '#include "aa.h"\n__global__ void AntialiasFwdMeshKernel(const float* p, int n) {}\n')
+    (tmp_path / "torch" / "aa.cpp").write_text(RUNTIME_HOST)
+    (tmp_path / "torch" / "other.cpp").write_text("// cudaLaunchKernel(k, 1, 1, 0, 0, 0)\n")
+    recs = _listed(tmp_path, ".")
+    assert sorted({r["path"] for r in recs}) == ["common/aa.cu", "torch/aa.cpp"]
+    [launch] = [r for r in recs if r["kind"] == "launch"]
+    assert (launch["path"], launch["name"], launch["block"]) == \
+        ("torch/aa.cpp", "AntialiasFwdMeshKernel", 128)
+    assert launch["occupancy"]["sm_90"]["active_blocks"] == 16
+
+
 OUT_PARAMETER_HOST = """\
 #include <cuda.h>
 static CUresult initCUDA(int argc, char **argv, CUfunction *);
