@@ -1251,3 +1251,6 @@ def test_setup_py_is_looked_for_within_the_root_or_the_files_repository(tmp_path
     assert sorted(got) == sorted(os.path.realpath(p) for p in (root / "pkg" / "setup.py",
                                                                 repo / "setup.py"))
     assert setups(str(root), [str(tmp_path / "c.cu")]) == [os.path.realpath(tmp_path / "setup.py")]
+    # two files of one folder outside the root and any repository: the second was an
+    # IndexError (`occlint check llmc/a.cuh /elsewhere/a.cu /elsewhere/b.cu`)
+    assert setups(str(root), [str(loose / "b.cu"), str(loose / "c.cu")]) == []

@@ -233,6 +233,8 @@ def setups(root: str, files=()) -> list[str]:
             folder = parent
         else:
             chain = chain[:1]
+        if not chain:               # (its folder was walked for an earlier file)
+            continue
         if not inside and not os.path.exists(os.path.join(chain[-1], ".git")):
             chain = [start] if chain and chain[0] == start else []   # (no repository above a
         for folder in chain:                                         # file outside the root:
