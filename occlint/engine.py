@@ -276,14 +276,16 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         from occlint import results
     # the key holds what each file's view is made of; a hit's recorded files include those the
     # views' walks read, so only a miss walks the includers to make the views
+    extra = report.extensions if report is not None else None   # a setup.py's flags
     entry = _results_key(inputs, texts, included, source_views(
-        [*cuda, *included], config, unit_reads, memo=memo, walks=False), config) if cache else None
+        [*cuda, *included], config, unit_reads, memo=memo, walks=False, extra=extra),
+        config) if cache else None
     found = results.load(cache, entry) if entry else None
     result.reused = found is not None
     if report is not None:
         result.compiled, result.cached = report.compiled, report.cached
     if found is None:
-        views = source_views([*cuda, *included], config, unit_reads, memo=memo)
+        views = source_views([*cuda, *included], config, unit_reads, memo=memo, extra=extra)
         project = Project.read({**included, **{path: texts[path] for path in cuda}}, views)
         result.project = project
         found = []

@@ -4,6 +4,7 @@ the Python launch sites, suppressions, discovery and the CLI on .py files."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -1233,6 +1234,44 @@ def test_setup_py_flags_hold_when_the_config_is_elsewhere_and_doctor_prints_them
     compile_row = next(line for line in r.stdout.splitlines() if line.startswith("compile sm_90"))
     assert "-DFROM_SETUP=1" in compile_row and f"-I{proj}/third_party/" in compile_row
     assert "--expt-relaxed-constexpr" in compile_row
+
+
+SETUP_WITH_INCLUDES = textwrap.dedent('''\
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+    setup(name="x", ext_modules=[CUDAExtension("x", sources=["src/k.cu"], include_dirs=["inc"],
+                                               define_macros=[("WIDE", "1")])])
+    ''')
+
+
+def _setup_project(root):
+    (root / "inc").mkdir()
+    (root / "src").mkdir()
+    (root / "setup.py").write_text(SETUP_WITH_INCLUDES)
+    (root / "inc" / "cfg.h").write_text("#ifdef WIDE\n#define THREADS 1024\n#else\n"
+                                        "#define THREADS 128\n#endif\n")
+    (root / "src" / "k.cu").write_text(
+        '#include "cfg.h"\n__global__ void __launch_bounds__(256) k(float* x) { x[0] = 0; }\n'
+        "void run(float* x) { k<<<1, THREADS>>>(x); }\n")
+
+
+def test_a_setup_py_units_launches_are_read_with_its_flags(tmp_path):
+    # mmcv: `THREADS_PER_BLOCK` of csrc/common (setup.py's include_dirs) was "defined nowhere
+    # occlint looked": the unit compiled with the extension's -I and -D, but its source was read
+    # with the config's flags only (52 of mmcv's 184 launches)
+    _setup_project(tmp_path)
+    r = run_main("kernels", "--no-compile", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    [launch] = [x for x in json.loads(r.stdout) if x["kind"] == "launch"]
+    assert launch["block"] == 1024          # WIDE from define_macros, cfg.h from include_dirs
+
+
+def test_a_setup_py_units_launch_over_its_bounds_is_found(tmp_path, nvcc_path):
+    _setup_project(tmp_path)
+    r = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "concise",
+                 cwd=tmp_path)
+    assert "src/k.cu:3:" in r.stdout and "OCC032" in r.stdout and "1024 threads" in r.stdout, \
+        r.stdout + r.stderr
 
 
 def test_setup_py_is_looked_for_within_the_root_or_the_files_repository(tmp_path):

@@ -373,6 +373,15 @@ def _compile(files: list[str], args, config):
     return report, tuple(report.archs)
 
 
+def _extensions(files: list[str], config):
+    """The torch extensions' entries of a listing that compiles nothing (collect_usage's, as
+    the compiles would read them), or None."""
+    from occlint.python import build_entries, entries_database, is_python
+
+    return entries_database(build_entries(config.root, [f for f in files if not is_python(f)],
+                                          config=config))
+
+
 def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[str, tuple]:
     """path -> (text, its model, usages by module index) for each Python file that compiles
     CUDA: extracted once (the listing's processes inherit the models) and, unless --no-compile,
@@ -864,15 +873,17 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
 
 
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
-             archs, as_json: bool, memo: dict, python: dict | None = None) -> list:
+             archs, as_json: bool, memo: dict, python: dict | None = None,
+             extra=None) -> list:
     """The output of each file of `share` (JSON: it may come from a forked process): its
     records as `--json` lists them or as lines, each file parsed with its View among all the
     run's `files` (`memo`: what the views of this process's earlier shares found; `python`:
-    `_python_files`' entries). A file whose listing failed inside occlint is {"error": line}."""
+    `_python_files`' entries; `extra`: the torch extensions' entries, `source_views`'). A file
+    whose listing failed inside occlint is {"error": line}."""
     from occlint.toolchain.flags import source_views
 
     includes = report.includes if report is not None else None
-    views = source_views(files, config, includes, only=share, memo=memo)
+    views = source_views(files, config, includes, only=share, memo=memo, extra=extra)
     failed = report.failed_paths if report is not None else frozenset()
     out: list = []
     for path in share:
@@ -935,9 +946,12 @@ def _run(args) -> int:
                or uses_included_macro(f, texts[f], macros))]
     memo: dict = {}
 
+    # a unit a setup.py builds is read with its flags (`include_dirs`), as it is compiled
+    extra = report.extensions if report is not None else _extensions(files, config)
+
     def listing(share: list[str]) -> list:
         return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo,
-                        python)
+                        python, extra)
 
     shares, workers, regions = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
     if workers > 1:     # loaded once, before the copies fork

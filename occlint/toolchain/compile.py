@@ -53,6 +53,7 @@ class UsageReport:
     commands: dict[str, UnitCommand] = field(default_factory=dict)        # unit -> how compiled
     borrowed: dict[str, str] = field(default_factory=dict)  # includer compiled for a lone header
     cache: Cache | None = None      # the compile cache the run used (its file hashes are shared)
+    extensions: object = None       # the torch extensions' entries (a Database), or None
 
     @functools.cached_property
     def unique_kernels(self) -> dict[str, list[Usage]]:
@@ -472,7 +473,7 @@ def collect_usage(paths: Sequence[str], config: Config, *, jobs: int | None = No
     files = expand_paths(paths)
     units = [f for f in files if is_unit(f, config) and is_regular(f)]   # never a FIFO or device
     lone_headers = [f for f in files if not is_unit(f, config) and is_regular(f)]
-    report = UsageReport()
+    report = UsageReport(extensions=extensions)
     if not units and not lone_headers:
         return report
     cache = report.cache = None if config.no_cache else Cache(cache_dir(config))

@@ -252,9 +252,10 @@ def host_portable(flags: list[str]) -> list[str]:
     return out
 
 
-def flags_for(path: str, config: Config) -> tuple[list[str], str]:
-    """(flags, working directory) for compiling `path` (see `unit_command`)."""
-    flags, cwd, _ = _flags(path, config)
+def flags_for(path: str, config: Config, extra: Database | None = None) -> tuple[list[str], str]:
+    """(flags, working directory) for compiling `path` (see `unit_command`; `extra`: the torch
+    extensions' entries, as there)."""
+    flags, cwd, _ = _flags(path, config, (), extra)
     return list(flags), cwd
 
 
@@ -333,7 +334,7 @@ MAX_PREFIX_INCLUDERS = 4
 def source_views(paths: Iterable[str], config: Config,
                  includes: dict[str, tuple[str, ...]] | None = None, *,
                  only: Iterable[str] | None = None, memo: dict | None = None,
-                 walks: bool = True) -> dict:
+                 walks: bool = True, extra: Database | None = None) -> dict:
     """path -> the preprocessor View its source is parsed with (source.preproc): a unit's own
     -D/-U/-I (its compile command, else the configured flags, as occlint compiles it); a
     header's from the configured flags, not complete (the units that include it may add more),
@@ -344,7 +345,9 @@ def source_views(paths: Iterable[str], config: Config,
     for includers; `memo`: a dict kept between the calls for the shares of one run.
     `walks=False`: a header's view is what it is made of, not made: (the configured flags' view,
     each includer with its view), for the findings key (the entry's files, which the walks
-    read, are checked on a hit), so a warm run walks no includer (tiny-cuda-nn: ~0.3 s)."""
+    read, are checked on a hit), so a warm run walks no includer (tiny-cuda-nn: ~0.3 s).
+    `extra`: the torch extensions' entries a unit is compiled with when the database has none
+    of its own (`UsageReport.extensions`): a setup.py's `include_dirs` find the headers."""
     from occlint.discover import is_header
     from occlint.source.preproc import common_macros, macros_at_all, read_header, view_from_flags
 
@@ -355,7 +358,7 @@ def source_views(paths: Iterable[str], config: Config,
 
     def unit_view(unit: str):
         if unit not in units:
-            flags, cwd = flags_for(unit, config)
+            flags, cwd = flags_for(unit, config, extra)
             units[unit] = view_from_flags(flags, cwd)
         return units[unit]
 
