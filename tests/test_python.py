@@ -1266,6 +1266,21 @@ def test_a_setup_py_units_launches_are_read_with_its_flags(tmp_path):
     assert launch["block"] == 1024          # WIDE from define_macros, cfg.h from include_dirs
 
 
+def test_a_load_calls_units_launches_are_read_with_its_flags(tmp_path):
+    # the same for `torch.utils.cpp_extension.load(...)` in a Python file: `kernels` read the
+    # units with neither the call's flags nor (compiling) gave them to nvcc, where `check` did
+    _setup_project(tmp_path)
+    (tmp_path / "setup.py").unlink()
+    (tmp_path / "build.py").write_text(textwrap.dedent('''\
+        from torch.utils.cpp_extension import load
+        x = load(name="x", sources=["src/k.cu"], extra_include_paths=["inc"],
+                 extra_cuda_cflags=["-DWIDE"])
+        '''))
+    r = run_main("kernels", "--no-compile", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [x["block"] for x in json.loads(r.stdout) if x["kind"] == "launch"] == [1024]
+
+
 def test_a_setup_py_units_launch_over_its_bounds_is_found(tmp_path, nvcc_path):
     _setup_project(tmp_path)
     r = run_main("check", "--arch", "sm_90", "--no-cache", "--output-format", "concise",

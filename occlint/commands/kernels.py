@@ -368,18 +368,27 @@ def _compile(files: list[str], args, config):
     from occlint.toolchain import collect_usage, print_notice
 
     # units and headers, as `check` compiles them (a header alone through its includers)
-    report = collect_usage([f for f in files if not is_python(f)], config, jobs=config.jobs)
+    report = collect_usage([f for f in files if not is_python(f)], config, jobs=config.jobs,
+                           extra_entries=_extension_entries(files, config))
     print_notice(report)
     return report, tuple(report.archs)
 
 
-def _extensions(files: list[str], config):
-    """The torch extensions' entries of a listing that compiles nothing (collect_usage's, as
-    the compiles would read them), or None."""
-    from occlint.python import build_entries, entries_database, is_python
+def _extension_entries(files: list[str], config) -> list[dict]:
+    """The compile-database entries the run's setup.py files and its Python files'
+    `load(...)` calls give its CUDA files, as `check` reads them (engine._collect)."""
+    from occlint.python import build_entries, is_python
 
-    return entries_database(build_entries(config.root, [f for f in files if not is_python(f)],
-                                          config=config))
+    return build_entries(config.root, [f for f in files if not is_python(f)],
+                         [f for f in files if is_python(f)], config)
+
+
+def _extensions(files: list[str], config):
+    """The torch extensions' entries of a listing that compiles nothing, as a Database (or
+    None): what the compiles would read them with."""
+    from occlint.python import entries_database
+
+    return entries_database(_extension_entries(files, config))
 
 
 def _python_files(paths: list[str], texts: dict, config, compile: bool) -> dict[str, tuple]:
