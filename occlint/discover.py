@@ -272,7 +272,7 @@ class _Headers:
 
 
 _HEADER_KINDS = ("cuda", "maybe")       # what a header is (_Headers.kind)
-_SOURCE_KINDS = ("driver", "host")      # whether a C++ source launches through the driver API
+_SOURCE_KINDS = ("driver", "host")      # whether a C++ source launches kernels (driver_launches)
 
 
 class _Kinds:
