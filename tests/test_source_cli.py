@@ -497,6 +497,30 @@ def test_a_file_that_only_calls_a_headers_launcher_is_read(tmp_path):
                 if x["kind"] == "launch"] == [("act", 128, 0)], name
 
 
+def test_a_headers_launcher_takes_the_block_its_callers_template_arguments_give(tmp_path):
+    # kaolin's packed_base.cuh: `template <int block_size, ..., typename F> void
+    # packed_simple_cuda_launcher(..., F cuda_kernel, ...) { cuda_kernel<<<n, block_size>>>(...); }`
+    # called as `packed_simple_cuda_launcher<BLOCK_SIZE, ...>(..., kernel<T>, ...)`: the block
+    # was "`block_size` defined nowhere occlint looked". A call that writes no template
+    # argument keeps the launcher's own reading (a template parameter: unknown)
+    (tmp_path / "launch.cuh").write_text(
+        "#pragma once\n"
+        "template <int block_size, typename T, typename F>\n"
+        "void launch_packed(T* x, F cuda_kernel, int n) { cuda_kernel<<<n, block_size>>>(x); }\n"
+        "template <typename F, int B = 64>\n"
+        "void launch_default(F k, int n) { k<<<n, B>>>(n); }\n")
+    source = (
+        '#include "launch.cuh"\n#define BLOCK_SIZE 1024\n'
+        "template <typename T> __global__ void k(T* x) {}\n"
+        "__global__ void d(int n) {}\n"
+        "void run(float* x, int n) {\n"
+        "  launch_packed<BLOCK_SIZE, float>(x, k<float>, n);\n"
+        "  launch_packed<BLOCK_SIZE / 4>(x, k<float>, n);\n"
+        "  launch_default(d, n);\n}\n")
+    got = [(x["name"], x["block"]) for x in _launches(tmp_path, source)]
+    assert got == [("k", 1024), ("k", 256), ("d", None)], got
+
+
 def test_with_no_path_kernels_and_check_take_the_working_directory_as_ruff(tmp_path):
     # tiny-cuda-nn's triage: `occlint kernels` required a path while `check` had a default; the
     # default is the working directory, as ruff's (`check` in a subfolder checked the whole

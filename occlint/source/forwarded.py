@@ -301,6 +301,7 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
                 return None
             calls, members = [(c, {}) for c in calls_of(ctx, fname.text)], set()
     index = names.index(callee)
+    tnames = _function_template_parameters(fn) if lam is None else []
     mentions = {n for n in names if n and n != b"..."} | members
     out = []
     for call, made in calls:
@@ -309,6 +310,8 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
         args = _args(call.child_by_field_name("arguments"))
         if index >= len(args) or (len(args) > len(names) and b"..." not in names):
             continue                    # (another overload's call)
+        bound = _template_bound(tnames, call)       # (what the call's `<...>` writes)
+        made = {**bound, **made}
         scope = ctx.scope_of(call.start_byte)
         for kernel in _chosen(ctx, args[index]):    # (each kernel `c ? k1 : k2` may pass)
             kernel = unwrap_kernel_ref(reader.kernel_ref(unwrap_kernel_ref(kernel), call))
@@ -316,8 +319,33 @@ def _at_calls(ctx: Context, reader: LaunchReader, la, home: Context) -> list | N
                     kernel.type == "identifier" and scope is not None and
                     ctx.local(scope, kernel.text) is not None):
                 continue                # an expression, or a variable of the caller
-            out.append(_site(ctx, reader, la, call, kernel, names, args, made, mentions, home))
+            out.append(_site(ctx, reader, la, call, kernel, names, args, made,
+                             mentions | bound.keys(), home))
     return out or None
+
+
+def _function_template_parameters(fn) -> list[bytes]:
+    """The template parameters of function definition `fn`, in order ([] for a plain one)."""
+    from occlint.source.context import _template_parameters
+
+    parent = fn.parent
+    return _template_parameters(parent) if parent is not None and \
+        parent.type == "template_declaration" else []
+
+
+def _template_bound(tnames: list[bytes], call) -> dict[bytes, bytes]:
+    """Each template parameter the call's explicit template arguments give, name -> the
+    argument as written (kaolin's `packed_simple_cuda_launcher<BLOCK_SIZE, ...>(...)`, whose
+    launch is `cuda_kernel<<<param_idx, block_size>>>`; a type argument binds its type, which
+    `sizeof(T)` reads); an unnamed parameter is skipped."""
+    fn = call.child_by_field_name("function")
+    while fn is not None and fn.type == "qualified_identifier":
+        fn = fn.child_by_field_name("name")
+    if not tnames or fn is None or fn.type != "template_function":
+        return {}
+    targs = fn.child_by_field_name("arguments")
+    written = [a for a in targs.named_children if a.type != "comment"] if targs is not None else []
+    return {n: _grouped(a.text) for n, a in zip(tnames, written, strict=False) if n}
 
 
 def _chosen(ctx: Context, node, depth: int = 0) -> list:
