@@ -277,7 +277,7 @@ _SOURCE_KINDS = ("driver", "host")      # whether a C++ source launches kernels 
 
 class _Kinds:
     """What each header discovery read was found to be (and whether each C++ source launches
-    through the driver API), kept in the cache folder (only one that exists: discovery never
+    kernels itself: driver_launches), kept in the cache folder (only one that exists: discovery never
     creates it) by the file's inode, size, mtime and ctime, as `hashes.idx` keeps hashes (a
     file changed less than SETTLED_NS ago is not kept)."""
 
@@ -338,20 +338,21 @@ KINDS = ".files"        # a project's header kinds: a small record, as its file 
 
 
 def discover(paths, config, python: list[str] | None = None,
-             hosts: bool = True) -> tuple[list[str], list[str]]:
+             hosts: bool = True, seen: set | None = None) -> tuple[list[str], list[str]]:
     """(CUDA sources, build files) under `paths` (default: the project root). With a `python`
     list, the Python files found are appended to it (CUDA inside Python, occlint.python).
     `hosts=False`: C++ sources only where a database compiles them as CUDA (the units, not
-    the driver-API hosts `driver_launches` reads every C++ source for)."""
+    the driver-API hosts `driver_launches` reads every C++ source for). `seen`: the files
+    (`_identity`) an earlier call found, left out, and this call's added."""
     paths = list(paths) or [config.root]
     cuda: list[str] = []
     builds: list[str] = []
-    seen: set = set()
+    seen = set() if seen is None else seen
     headers = _Headers(config)
     waiting: list = []      # (place in `cuda`, path, its absolute path, name, .gitignore rules)
 
     def add(path: str, kind: str) -> None:
-        key = file_identity(path)
+        key = _identity(path)
         if key in seen:
             return
         seen.add(key)
@@ -407,14 +408,14 @@ def _with_waiting(found: list[str], waiting: list, headers: _Headers, config, se
         norm = os.path.normpath(path)
         if headers.kept(norm) and not ignore.ignored_at(full_path, name, False) and \
                 not excluded(path, config):
-            key = file_identity(norm)
+            key = _identity(norm)
             if key not in seen:
                 seen.add(key)
                 out.append(norm)
     return out + found[i:]
 
 
-def file_identity(path: str):
+def _identity(path: str):
     """What makes two names one file: its device and inode (one stat, where realpath lstats every
     folder of the path), else its resolved path."""
     try:

@@ -38,18 +38,13 @@ def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
     .gitignore, `exclude`, a `.py` file's framework), path by path: a missing path is one error
     line and the others are still listed."""
     from occlint.discover import discover as find_files
-    from occlint.discover import file_identity
 
     files, errors = [], []
-    seen: set = set()
+    seen: set = set()       # a file two paths name is listed once, as `check` lists it
     for p in paths or [os.curdir]:      # (`load` gives the working directory: other callers)
         if os.path.exists(p):
             python: list[str] = []
-            for f in find_files([p], config, python=python)[0] + python:
-                key = file_identity(f)
-                if key not in seen:     # once, as `check` lists it: `kernels src src/a.cu`
-                    seen.add(key)
-                    files.append(f)
+            files += find_files([p], config, python=python, seen=seen)[0] + python
         else:
             errors.append(f"no such file or directory: {p}")
     return files, errors
@@ -526,11 +521,10 @@ def _shares(files: list[str], sizes: list[int], jobs: int | None
         return [list(files)], 1, [[0]]
     shares: list[list[str]] = []
     regions: list[list[int]] = []
-    start = 0
+    start, done = 0, 0                      # (done: the bytes of files[:start])
     for k in range(workers):
         end = start
         goal = total * (k + 1) / workers
-        done = sum(sizes[:start])
         while end < len(files) - (workers - 1 - k) and (
                 k == workers - 1 or end == start or done < goal):
             done += sizes[end]

@@ -338,13 +338,9 @@ def _template_bound(tnames: list[bytes], call) -> dict[bytes, bytes]:
     argument as written (kaolin's `packed_simple_cuda_launcher<BLOCK_SIZE, ...>(...)`, whose
     launch is `cuda_kernel<<<param_idx, block_size>>>`; a type argument binds its type, which
     `sizeof(T)` reads); an unnamed parameter is skipped."""
-    fn = call.child_by_field_name("function")
-    while fn is not None and fn.type == "qualified_identifier":
-        fn = fn.child_by_field_name("name")
-    if not tnames or fn is None or fn.type != "template_function":
+    if not tnames:
         return {}
-    targs = fn.child_by_field_name("arguments")
-    written = [a for a in targs.named_children if a.type != "comment"] if targs is not None else []
+    _name, written = callee_parts(call.child_by_field_name("function"))
     return {n: _grouped(a.text) for n, a in zip(tnames, written, strict=False) if n}
 
 

@@ -292,6 +292,14 @@ def decode(data: str | bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _line_offsets(text, newline) -> list[int]:
+    """Where each line of `text` (str or bytes) starts: 0, then after each newline (the
+    lengths summed in C, not a match object per line)."""
+    lines = text.split(newline)
+    lines.pop()                         # (after the last newline: no line start follows)
+    return list(accumulate(map(add, map(len, lines), repeat(1)), initial=0))
+
+
 class Text:
     """The decoded text plus the UTF-8 bytes handed to tree-sitter."""
 
@@ -299,13 +307,8 @@ class Text:
         self.text = text
         self.data = text.encode("utf-8")
         self.ascii = len(self.data) == len(text)
-        lines = self.data.split(b"\n")
-        lines.pop()                         # (after the last newline: no line start follows)
-        self.line_bytes = list(accumulate(map(add, map(len, lines), repeat(1)), initial=0))
-        if self.ascii:
-            self.line_chars = self.line_bytes
-        else:
-            self.line_chars = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.line_bytes = _line_offsets(self.data, b"\n")
+        self.line_chars = self.line_bytes if self.ascii else _line_offsets(text, "\n")
         self.blanked: list[tuple[str, int, int, bytes]] = []   # (kind, start, end, args)
         self.parse_data = self._blank()
 

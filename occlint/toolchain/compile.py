@@ -22,6 +22,7 @@ from occlint.model import CompileError, Usage
 from occlint.process import kill_all, thread_map
 from occlint.process import run as run_process
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
+from occlint.toolchain.database import Database
 from occlint.toolchain.devlink import unlinked
 from occlint.toolchain.discover import Nvcc, find_nvcc
 from occlint.toolchain.failure import Failure, fingerprint, missing_headers
@@ -53,7 +54,7 @@ class UsageReport:
     commands: dict[str, UnitCommand] = field(default_factory=dict)        # unit -> how compiled
     borrowed: dict[str, str] = field(default_factory=dict)  # includer compiled for a lone header
     cache: Cache | None = None      # the compile cache the run used (its file hashes are shared)
-    extensions: object = None       # the torch extensions' entries (a Database), or None
+    extensions: Database | None = None     # the torch extensions' entries (source_views' too)
 
     @functools.cached_property
     def unique_kernels(self) -> dict[str, list[Usage]]:
