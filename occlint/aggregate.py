@@ -9,7 +9,7 @@ findings share (file, line, code, arch).
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 from collections.abc import Sequence
 
 from occlint.checks import FixSpec, Hit
@@ -33,7 +33,7 @@ def merge(hits: Sequence[Hit]) -> list[tuple[Hit, tuple[Hit, ...]]]:
         archs = [m.arch for m, _ in items]
         first = items[0][0]
         values = {**first.values, "arch": ", ".join(archs)}
-        out.append((dataclasses.replace(first, values=values, arch=",".join(archs)),
+        out.append((record.replace(first, values=values, arch=",".join(archs)),
                     tuple(h for _, group in items for h in group)))
     return _across_lines(out)
 
@@ -56,7 +56,7 @@ def _across_lines(merged: list[tuple[Hit, tuple[Hit, ...]]]) -> list[tuple[Hit, 
             continue
         first = min(items, key=lambda item: (item[0].span.line, item[0].span.column))[0]
         values = {**first.values, "also_lines": ", ".join(map(str, lines[1:]))}
-        out.append((dataclasses.replace(first, values=values,
+        out.append((record.replace(first, values=values,
                                         noqa_lines=tuple(sorted({n for h, _ in items for n in h.noqa_lines}))),
                     tuple(h for _, group in items for h in group)))
     return out
@@ -90,7 +90,7 @@ def _fold(group: list[Hit]) -> Hit:
         bases = list(dict.fromkeys(label.split("<")[0] for label in labels))
         noun = "instantiations" if len(bases) == 1 else "kernels"
         values["kernel"] = _KernelLabel(", ".join(bases), len(labels), noun)
-    return dataclasses.replace(first, values=values, fix=_merged_fix(group),
+    return record.replace(first, values=values, fix=_merged_fix(group),
                                noqa_lines=tuple(sorted({n for h in group for n in h.noqa_lines})))
 
 
@@ -137,7 +137,7 @@ def _merged_fix(group: list[Hit]) -> FixSpec | None:
     spans = sorted((e.span.start, e.span.end) for e in edits)
     if any(a == c or b > c for (a, b), (c, _) in zip(spans, spans[1:])):
         return None          # two instances want different text at one place
-    return dataclasses.replace(fixes[0], edits=tuple(edits))
+    return record.replace(fixes[0], edits=tuple(edits))
 
 
 def label_message(message: str, hit: Hit) -> str:

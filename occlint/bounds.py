@@ -10,7 +10,7 @@ not evaluate is named again from the cap (`occupancy.min_blocks_for_cap`). Witho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from occlint.model import Kernel, LaunchBounds, Usage
 

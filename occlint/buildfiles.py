@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from occlint.files import toml
 from occlint.model import Span

@@ -10,7 +10,7 @@ import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from occlint.record import dataclass, replace
 
 from occlint import occupancy
 from occlint.facts import (

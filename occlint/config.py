@@ -7,10 +7,10 @@ and applies CLI overrides. Any problem is one `OcclintError` line naming the key
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import os
 import re
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 from pathlib import Path
 
 from occlint.errors import OcclintError
@@ -339,7 +339,7 @@ def _check_gpu(name: str, where: str) -> str:
 
 def _build(values: dict, root: Path) -> Config:
     kwargs = {key.replace("-", "_"): value for key, value in values.items()}
-    names = {f.name for f in dataclasses.fields(Config)}
+    names = {f.name for f in record.fields(Config)}
     return Config(**{k: v for k, v in kwargs.items() if k in names}, root=str(root))
 
 

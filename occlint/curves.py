@@ -14,7 +14,7 @@ occupancy). Block size is evaluated at every warp multiple (and at the current s
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from occlint import occupancy
 from occlint.occupancy import Step, _consts, _edge, compute

@@ -10,11 +10,11 @@ arch-independent rules (block shape, grid, build files) report once with `arch` 
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 from typing import TYPE_CHECKING
 
 from occlint.config import Config
@@ -248,7 +248,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
     if not config.arch:      # decided once for the run: every file evaluates the same archs
         from occlint.toolchain.flags import archs_for
         archs = report.archs if report is not None and report.archs else archs_for(config, usage=all_usage)
-        config = dataclasses.replace(config, arch=tuple(archs))
+        config = record.replace(config, arch=tuple(archs))
     from occlint.project import Project
     from occlint.toolchain.flags import source_views
     from occlint.toolchain.includers import user_files
@@ -268,7 +268,7 @@ def _lint_paths(paths, config, usage, jobs, includes, reuse) -> LintResult:
         file_usage = own + lent[path][1]            # (all of them in the findings-cache key)
         result.usage[path] = file_usage
         # each unit is evaluated for the archs its own command compiles (a header: its includers')
-        file_config = dataclasses.replace(config, arch=report.archs_of(path)) if per_unit else config
+        file_config = record.replace(config, arch=report.archs_of(path)) if per_unit else config
         inputs.append((path, file_usage, file_config, errors_by_file.get(path, ()),
                        report.failed_archs(path) if report is not None else frozenset()))
     cache = reuse and report is not None and report.cache
@@ -378,7 +378,7 @@ def errors_by_file_of(errors: Sequence[CompileError], files: Sequence[str],
             chain = err.included_from
             line = chain[1] if target and chain and match(chain[0]) == target else \
                 include_line((texts or {}).get(target), target, err.path) if target else None
-            err = dataclasses.replace(err, line=line, column=1 if line else None,
+            err = record.replace(err, line=line, column=1 if line else None,
                                       message=f"{where}: {err.message}")
         if target is not None:
             out.setdefault(target, []).append(err)

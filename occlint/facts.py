@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from occlint.record import dataclass, field, replace
 
 from occlint import link
 from occlint.config import Config

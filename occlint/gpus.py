@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from occlint.record import dataclass
 from functools import lru_cache
 
 from occlint.errors import OcclintError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from occlint import jsondoc, link
 from occlint.errors import OcclintError
@@ -166,6 +166,6 @@ def with_lock(config, file: str | None):
     """`config` carrying the entries of lockfile `file` (OCC050 reads config.extra["lock"])."""
     if not file:
         return config
-    import dataclasses
+    from occlint import record
 
-    return dataclasses.replace(config, extra={**config.extra, "lock": load(file)})
+    return record.replace(config, extra={**config.extra, "lock": load(file)})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer

@@ -7,7 +7,7 @@ Only the language server converts to 0-based positions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 
 @dataclass(frozen=True)

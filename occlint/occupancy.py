@@ -12,7 +12,7 @@ and compares this module with it on many thousands of configurations.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 from occlint.errors import OcclintError
 from occlint.gpus import GPU, ArchLimits, default_gpu

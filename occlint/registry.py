@@ -13,7 +13,7 @@ import re
 import string
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 from pathlib import Path
 
 URL = "https://github.com/occlint/occlint/blob/main/docs/rules/{code}.md"

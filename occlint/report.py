@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 from occlint import curves as curves_mod
 from occlint.model import Finding, Kernel, Usage

@@ -9,7 +9,7 @@ Without `--stdin-filename` the buffer is linted as `-`, a .cu file with the defa
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import os
 
 from occlint.config import Config
@@ -53,7 +53,7 @@ def _compile(text: str, filename: str, config: Config, result: LintResult):
             for e in errs:
                 same = e.path in (copy, os.path.basename(copy)) or (
                     tmp in e.path and e.path.endswith(os.sep + os.path.basename(copy)))
-                errors.append(dataclasses.replace(e, path=filename if same else e.path,
+                errors.append(record.replace(e, path=filename if same else e.path,
                                                   unit=filename,
                                                   message=e.message.replace(copy, filename)))
     return usages, errors, archs
@@ -78,7 +78,7 @@ def lint_stdin(data: bytes, filename: str | None, config: Config) -> LintResult:
     usages, errors, archs = [], [], tuple(config.arch)
     if name == STDIN or is_unit(name):
         usages, errors, archs = _compile(text, name, config, result)
-    config = dataclasses.replace(config, arch=archs) if archs else config
+    config = record.replace(config, arch=archs) if archs else config
     project = Project.read({name: text})
     result.config, result.project, result.usage[name] = config, project, usages
     result.findings.extend(lint_source(text, name, usages, config, source=project[name],

@@ -4,7 +4,7 @@ sidecars; and where the source also gives a figure, the two agree."""
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 
 import pytest
 from conftest import run_main
@@ -143,9 +143,9 @@ def test_old_cache_entries_and_sidecars_lack_attributes():
                            "cluster_dims": [2, 1, 1], "max_cluster_blocks": "x"})
     assert (u.max_threads, u.max_registers, u.cluster_dims, u.max_cluster_blocks) == \
         (256, 40, (2, 1, 1), None)
-    d = dataclasses.asdict(u)
+    d = record.asdict(u)
     d["cluster_dims"] = [2, 1, 1]
-    assert usage_from_json(d, "a.cu") == dataclasses.replace(u, unit="a.cu")
+    assert usage_from_json(d, "a.cu") == record.replace(u, unit="a.cu")
 
 
 CALLEE = """\

@@ -114,10 +114,10 @@ def test_check_diff_base_cli(tmp_path):
 def test_a_finding_merged_from_a_changed_line_is_kept(repo):
     # one kernel's same finding at lines 4 and 8 is one finding at line 4 (aggregate): the
     # branch changed line 8, so the finding holds at a changed place
-    import dataclasses
+    from occlint import record
 
-    merged = dataclasses.replace(finding(repo / "a.cu", 4),
+    merged = record.replace(finding(repo / "a.cu", 4),
                                  instances=({"line": 4, "column": 5}, {"line": 8, "column": 5}))
-    alone = dataclasses.replace(finding(repo / "a.cu", 5), instances=({"line": 5, "column": 5},))
+    alone = record.replace(finding(repo / "a.cu", 5), instances=({"line": 5, "column": 5},))
     kept = filter_findings([merged, alone], "main", str(repo))
     assert [f.span.line for f in kept] == [4]

@@ -19,7 +19,7 @@ checked in tests/test_rules_buildfiles.py.
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -166,7 +166,7 @@ def test_fixture_with_nvcc(path, nvcc_path, tmp_path):
     from occlint.toolchain import collect_usage
 
     fx = load(path)
-    config = dataclasses.replace(fx.config(), arch=fx.archs, nvcc=nvcc_path, cache_dir=str(tmp_path.parent / "occlint-cache"))
+    config = record.replace(fx.config(), arch=fx.archs, nvcc=nvcc_path, cache_dir=str(tmp_path.parent / "occlint-cache"))
     report = collect_usage([str(path)], config)
     usage = report.usage_for(str(path))
     real = {(u.kernel, u.arch, u.template_args): (u.registers, u.static_smem, u.spill_stores, u.spill_loads)
@@ -209,7 +209,7 @@ def test_python_fixture(path, nvrtc_lib, nvcc_path, tmp_path):
     from occlint.python import lint_python
 
     fx = load(path)
-    config = dataclasses.replace(fx.config(), arch=fx.archs, nvcc=nvcc_path)
+    config = record.replace(fx.config(), arch=fx.archs, nvcc=nvcc_path)
     findings, notices = lint_python(fx.text, str(path), config)
     assert not [n for n in notices if "not compiled" in n or "not found" in n], notices
     _compare(fx, findings)

@@ -378,13 +378,13 @@ def test_static_kernel_names_demangle_to_the_kernel():
 
 
 def test_static_kernels_get_their_usage(nvcc_path, tmp_path):
-    import dataclasses
+    from occlint import record
 
     from occlint.toolchain import collect_usage
     path = tmp_path / "s.cu"
     path.write_text("static __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
                     "void run(float* x) { k<<<1000, 1024>>>(x); }\n")
-    config = dataclasses.replace(Config(arch=("sm_86",)), nvcc=nvcc_path, cache_dir=str(tmp_path / "cache"))
+    config = record.replace(Config(arch=("sm_86",)), nvcc=nvcc_path, cache_dir=str(tmp_path / "cache"))
     usage = list(collect_usage([str(path)], config).usage_for(str(path)))
     assert [u.kernel for u in usage] == ["k"]
     (f,) = lint_source(path.read_text(), str(path), usage, config)

@@ -3,7 +3,7 @@ the Python launch sites, suppressions, discovery and the CLI on .py files."""
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import json
 import os
 import subprocess
@@ -27,7 +27,7 @@ def extract(src, path):
 
 
 def _cfg(**kw):
-    return dataclasses.replace(config_from_table({"arch": ["sm_90"]}, root=tempfile.gettempdir()), **kw)
+    return record.replace(config_from_table({"arch": ["sm_90"]}, root=tempfile.gettempdir()), **kw)
 
 
 def _code(src: str):
@@ -1035,7 +1035,7 @@ def test_cupy_options_are_cupys_own(monkeypatch, tmp_path):
     (cupy / "cupy" / "_cccl" / "libcudacxx" / "cuda").mkdir()
     bundled = [f"-I{cupy}/cupy/_cccl/{d}" for d in ("cub", "thrust", "libcudacxx")]
     assert pc.options_for(mod) == [*bundled, "-DX=1", "--std=c++14", f"-I{cupy}", f"-I{cuda}", "-ftz=true"]
-    named = dataclasses.replace(mod, options=("--std=c++17",))
+    named = record.replace(mod, options=("--std=c++17",))
     assert "--std=c++14" not in pc.options_for(named)
     monkeypatch.setattr(pc, "cupy_include", lambda: None)
     assert pc.options_for(mod) == ["-DX=1", f"-I{cuda}/cccl", f"-I{cuda}", "-ftz=true"]

@@ -363,12 +363,12 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
 
 
 def _lint(folder, usage):
-    import dataclasses
+    from occlint import record
 
     from occlint.config import load_config
     from occlint.engine import lint_paths
 
-    config = dataclasses.replace(load_config(None, start=str(folder)), arch=("sm_90",))
+    config = record.replace(load_config(None, start=str(folder)), arch=("sm_90",))
     return lint_paths([str(folder)], config, usage=usage)
 
 
@@ -405,7 +405,7 @@ def test_report_escapes_source_text_and_names(tmp_path):
 
 
 def test_an_arch_with_the_same_curves_links_to_them_and_library_kernels_get_none(tmp_path):
-    import dataclasses
+    from occlint import record
 
     from occlint import report
     from occlint.config import load_config
@@ -419,7 +419,7 @@ def test_an_arch_with_the_same_curves_links_to_them_and_library_kernels_get_none
     # sm_90 and sm_100 share every limit, sm_80 does not; `cub::Kernel` is in no source
     usage = {str(src): [Usage("k", a, 32, source="recorded") for a in ("sm_80", "sm_90", "sm_100")]
              + [Usage("cub::Kernel", "sm_90", 40, source="recorded")]}
-    config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_80", "sm_90", "sm_100"))
+    config = record.replace(load_config(None, start=str(tmp_path)), arch=("sm_80", "sm_90", "sm_100"))
     model = report.build(lint_paths([str(src)], config, usage=usage), root=str(tmp_path))
     k = next(e for e in model.kernels if e.name == "k")
     assert report.curves_key(k.archs["sm_90"]) == report.curves_key(k.archs["sm_100"])
@@ -459,7 +459,7 @@ def test_a_finding_folded_over_archs_counts_once_per_arch_and_once_in_total():
 
 def _twin_kernels_page(tmp_path) -> str:
     """The report of two kernels with the same figures on sm_90 (the same three charts)."""
-    import dataclasses
+    from occlint import record
 
     from occlint import report
     from occlint.config import load_config
@@ -472,7 +472,7 @@ def _twin_kernels_page(tmp_path) -> str:
                    "__global__ void b(float* p) { p[threadIdx.x] = 2; }\n"
                    "void run(float* p) { a<<<1024, 256>>>(p); b<<<1024, 256>>>(p); }\n")
     usage = {str(src): [Usage(n, "sm_90", 32, source="recorded") for n in ("a", "b")]}
-    config = dataclasses.replace(load_config(None, start=str(tmp_path)), arch=("sm_90",))
+    config = record.replace(load_config(None, start=str(tmp_path)), arch=("sm_90",))
     return html.page(report.build(lint_paths([str(src)], config, usage=usage), root=str(tmp_path)))
 
 

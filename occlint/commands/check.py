@@ -259,7 +259,7 @@ def _fixable_only(findings, args):
     selection: the longest matching prefix decides, unfixable wins a tie)."""
     if not (args.fixable or args.unfixable or args.extend_fixable):
         return findings
-    import dataclasses
+    from occlint import record
 
     def longest(code, prefixes):
         return max((len(p) for p in prefixes if code.startswith(p)), default=-1)
@@ -268,7 +268,7 @@ def _fixable_only(findings, args):
     out = []
     for f in findings:
         if f.fix is not None and not (longest(f.code, allowed) > longest(f.code, args.unfixable or [])):
-            f = dataclasses.replace(f, fix=None)
+            f = record.replace(f, fix=None)
         out.append(f)
     return out
 

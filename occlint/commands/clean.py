@@ -12,7 +12,7 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    from dataclasses import replace
+    from occlint.record import replace
 
     from occlint.errors import OcclintError
     from occlint.toolchain.cache import cache_dir, looks_like_cache, remove

@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    import dataclasses
+    from occlint import record
     import sys
 
     from occlint import lock
@@ -42,7 +42,7 @@ def run(args) -> int:
     launches = [launch for sf in project for launch in sf.launches]
     # occupancy at each launch as the rules compute it (OCC050 compares with the same inputs)
     occupancy: dict[tuple, set] = {}
-    run_config = dataclasses.replace(config, arch=tuple(report.archs))
+    run_config = record.replace(config, arch=tuple(report.archs))
     for sf in project:
         facts = build_facts(sf, report.usage_for(sf.path), run_config, run_config.arch, project=project)
         for key, configs in lock.site_occupancy(facts.sites).items():

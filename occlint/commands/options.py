@@ -98,10 +98,10 @@ def load(args):
         args.paths = [os.curdir]
     more = _per_file(getattr(args, "extend_per_file_ignores", None))
     if more:
-        import dataclasses
+        from occlint import record
 
         extra = tuple((glob, tuple(codes)) for glob, codes in more.items())
-        config = dataclasses.replace(config, per_file_ignores=config.per_file_ignores + extra)
+        config = record.replace(config, per_file_ignores=config.per_file_ignores + extra)
     return config
 
 

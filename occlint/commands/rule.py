@@ -26,7 +26,7 @@ def find(code: str) -> str:
 
 
 def run(args) -> int:
-    import dataclasses
+    from occlint import record
     import json
     import sys
 
@@ -34,7 +34,7 @@ def run(args) -> int:
 
     code = find(args.code)
     if args.output_format == "json":
-        data = {k: v for k, v in dataclasses.asdict(RULES[code]).items() if k != "path"}
+        data = {k: v for k, v in record.asdict(RULES[code]).items() if k != "path"}
         data["url"] = RULES[code].url
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:

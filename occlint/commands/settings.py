@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import json
 
 
@@ -47,7 +47,7 @@ def show(args, config) -> int:
     print(f'Settings path: "{found}"' if found else "Settings path: (none; defaults)")
     print()
     print("# occlint settings")
-    for field in dataclasses.fields(config):
+    for field in record.fields(config):
         if field.name in ("extra",):
             continue
         value = getattr(config, field.name)

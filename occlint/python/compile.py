@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from occlint.record import asdict, dataclass, field
 
 from occlint.model import CompileError, Usage
 from occlint.python import nvrtc
@@ -289,7 +289,7 @@ def _linked(usages: list[Usage], cubin: bytes, arch: str, config, who: str,
 
 
 def _with_unit(u: Usage, path: str) -> Usage:
-    from dataclasses import replace
+    from occlint.record import replace
     return replace(u, unit=path)
 
 

@@ -16,7 +16,7 @@ import ast
 import math
 import operator
 import re
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider

@@ -11,10 +11,10 @@ points at one). A fix survives only when every edit maps exactly into one litera
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 from occlint.fix import make_span
 from occlint.model import CompileError, Edit, Finding, Fix, Usage
@@ -138,7 +138,7 @@ def map_finding(v: Virtual, f: Finding, pytext: str, inside: frozenset[int] = fr
     span = make_span(pytext, a, b)
     eol = pytext.find("\n", a)
     comment = "//" if eol >= 0 and eol in inside else "#"
-    return dataclasses.replace(f, span=span, fix=_map_fix(v, f.fix, pytext),
+    return record.replace(f, span=span, fix=_map_fix(v, f.fix, pytext),
                                data={**f.data, "noqa_comment": comment})
 
 

@@ -12,7 +12,7 @@ import glob
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 _LOCK = threading.Lock()
 _LIB: ctypes.CDLL | None | bool = False     # False: not looked up yet; None: not found

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from occlint import record
+from occlint.record import dataclass, field
 
 from occlint.model import SourceFile
 from occlint.source.context import Context
@@ -82,7 +82,7 @@ def for_arch(sf: SourceFile, arch: str) -> SourceFile:
         return sf
     got = p.arch_views.get(arch)
     if got is None:
-        view = dataclasses.replace(p.view or View(), arch=arch, host=False)
+        view = record.replace(p.view or View(), arch=arch, host=False)
         got = p.arch_views[arch] = parse_full(sf.text, sf.path, view, p.ctx.tree).sf
     return got
 

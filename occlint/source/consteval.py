@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 from occlint.source import types
 from occlint.source.grammar import parser

@@ -16,7 +16,7 @@ is < 256, and + - * / % & >> of bounded, non-negative terms keep a bound.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from occlint.record import replace
 
 from occlint.model import Index
 from occlint.source.context import word_starts

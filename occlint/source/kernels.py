@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from occlint.model import Kernel, LaunchBounds
 from occlint.source.context import Context, ancestors

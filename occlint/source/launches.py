@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import replace
+from occlint.record import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.source import types

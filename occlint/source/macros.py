@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import replace
+from occlint.record import replace
 
 from tree_sitter import Point, Range
 

@@ -25,7 +25,7 @@ import re
 import stat
 import sys
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 from occlint.files import real_path
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from occlint.record import dataclass
 
 from occlint.model import SharedDecl
 from occlint.source import types

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import functools
 import os
 import re
@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from occlint.record import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from occlint.config import Config
@@ -312,7 +312,7 @@ def with_callee_spills(usages: list[Usage], cubin: bytes, report: str) -> list[U
             out.append(u)
             continue
         worst = max(spilling)[1]
-        out.append(dataclasses.replace(
+        out.append(record.replace(
             u, callee_spill_stores=sum(frames[c][1] for _b, c in spilling),
             callee_spill_loads=sum(frames[c][2] for _b, c in spilling),
             spilling_callee=split_name(worst.split("$", 1)[0])[0] or worst))
@@ -650,7 +650,7 @@ def _explained(err: CompileError, major: int | None, add: str | None = None,
     message = explain_undefined(explain_removed(explain_missing(err.message, major, add, root,
                                                                 database, cache, err.path)),
                                 root, cache)
-    return err if message == err.message else dataclasses.replace(err, message=message)
+    return err if message == err.message else record.replace(err, message=message)
 
 
 def _check_archs(plans: dict, config: Config, nvcc: Nvcc, report: UsageReport) -> None:
@@ -669,8 +669,8 @@ def _check_archs(plans: dict, config: Config, nvcc: Nvcc, report: UsageReport) -
                 f"(it supports {nvcc.archs[0]} to {nvcc.archs[-1]}); choose another --arch")
         dropped.update(bad)
         keep = tuple(a for a in plan.archs if a not in bad) or archs_for(
-            dataclasses.replace(config, arch=()), None)
-        plans[unit] = dataclasses.replace(plan, archs=keep)
+            record.replace(config, arch=()), None)
+        plans[unit] = record.replace(plan, archs=keep)
     if dropped:
         report.notice = (f"occlint: notice: nvcc {nvcc.version} ({nvcc.path}) cannot compile for "
                          f"{', '.join(sorted(dropped))}, which the build's commands name; those "

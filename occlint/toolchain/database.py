@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from occlint.record import dataclass
 from pathlib import Path
 
 from occlint.config import Config

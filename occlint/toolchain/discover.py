@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import threading
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 from functools import cached_property
 from pathlib import Path
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 ENV_KEYS = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_PREPEND_FLAGS",
             "NVCC_APPEND_FLAGS", "NVCC_CCBIN")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from occlint.record import dataclass
 from pathlib import Path
 
 from occlint.config import Config
@@ -412,7 +412,7 @@ def source_views(paths: Iterable[str], config: Config,
                 tables.append(table)
                 dirs += [d for d in view.include_dirs if d not in dirs]
         prefix = tuple((k, v) for k, v in common_macros(tables) if given.get(k) != v)
-        out[path] = dataclasses.replace(base, include_dirs=tuple(dirs), prefix=prefix)
+        out[path] = record.replace(base, include_dirs=tuple(dirs), prefix=prefix)
     return out
 
 

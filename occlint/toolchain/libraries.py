@@ -10,7 +10,6 @@ or the build's headers).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 import site
@@ -281,17 +280,22 @@ def project_files(root: str, cache=None) -> list[str]:
     time, and taken back while every folder's is unchanged (a file added, removed or renamed
     changes its folder's): a warm run stats the folders instead of listing them."""
     files = _PROJECT_FILES.get(root)
-    if files is None:
+    if files is not None:
+        return files
+    key = None
+    if cache is not None:
+        import hashlib      # (3 ms of a start: only when there is a cache)
+
         key = hashlib.sha256(os.fsencode(root)).hexdigest()
-        files = _kept_files(root, cache.note(key, ".files")) if cache is not None else None
-        if files is None:
-            files, folders = _walk(root)
-            # a folder changed in the last 2 s may change again within its clock's tick,
-            # unseen: then the list is not kept (git's racy-index rule)
-            from occlint.toolchain.cache import settled
-            if cache is not None and settled(*folders.values()):
-                cache.keep(key, ".files", {"root": root, "folders": folders, "files": files})
-        _PROJECT_FILES[root] = files
+        files = _kept_files(root, cache.note(key, ".files"))
+    if files is None:
+        files, folders = _walk(root)
+        # a folder changed in the last 2 s may change again within its clock's tick,
+        # unseen: then the list is not kept (git's racy-index rule)
+        from occlint.toolchain.cache import settled
+        if cache is not None and settled(*folders.values()):
+            cache.keep(key, ".files", {"root": root, "folders": folders, "files": files})
+    _PROJECT_FILES[root] = files
     return files
 
 

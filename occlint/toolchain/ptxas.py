@@ -6,7 +6,7 @@ only to the entry function of the same name (never to a non-entry `__device__` f
 
 from __future__ import annotations
 
-import dataclasses
+from occlint import record
 import os
 import re
 from functools import lru_cache
@@ -188,7 +188,7 @@ def _at_instantiations(errors: list[CompileError], origins: dict) -> list[Compil
         if where is not None and os.path.realpath(where[0]) != os.path.realpath(e.path):
             if (os.path.realpath(where[0]), where[1]) in own:
                 continue
-            e = dataclasses.replace(e, path=where[0], line=where[1], column=None,
+            e = record.replace(e, path=where[0], line=where[1], column=None,
                                     message=f"{e.path}:{e.line}: {e.message}")
         out.append(e)
     real = [e for e in out if "<error-type>" not in e.message]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from occlint.record import dataclass, field
 
 from occlint.files import read_regular
 
