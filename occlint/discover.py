@@ -286,6 +286,8 @@ class _Kinds:
 
     @classmethod
     def open(cls, config) -> _Kinds | None:
+        """The project's record, read once per process and cache folder (`kernels` discovers
+        path by path)."""
         if config is None or config.no_cache:
             return None
         from occlint import results
@@ -293,11 +295,15 @@ class _Kinds:
         root = cache_dir(config)
         if not looks_like_cache(root):
             return None
-        cache = Cache(root)
         key = results.key(["header kinds", os.path.abspath(config.root)])
-        note = cache.note(key, KINDS) or {}
-        known = note.get("headers")
-        return cls(cache, key, known if isinstance(known, dict) else {})
+        opened = _KINDS_OPEN.get((root, key))
+        if opened is None:
+            cache = Cache(root)
+            note = cache.note(key, KINDS) or {}
+            known = note.get("headers")
+            opened = _KINDS_OPEN[root, key] = cls(cache, key,
+                                                  known if isinstance(known, dict) else {})
+        return opened
 
     @staticmethod
     def _sig(path: str) -> list[int] | None:
@@ -335,6 +341,7 @@ class _Kinds:
 
 
 KINDS = ".files"        # a project's header kinds: a small record, as its file list is
+_KINDS_OPEN: dict[tuple, _Kinds] = {}       # (cache folder, key) -> its record, this process
 
 
 def discover(paths, config, python: list[str] | None = None,

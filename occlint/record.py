@@ -156,32 +156,36 @@ def _key(names: tuple[str, ...]):
 
 def _init(qualname: str, all_fields: tuple[Field, ...], post):
     names = tuple(f.name for f in all_fields)
+    known = frozenset(names)
     count = len(names)
-    filled = [(f.name, f.default, f.default_factory) for f in all_fields]
+    plain = [(f.name, f.default) for f in all_fields if f.default is not MISSING]
+    made = [(f.name, f.default_factory) for f in all_fields if f.default_factory is not MISSING]
 
     def __init__(self, *args, **kwargs):
-        if len(args) > count:
-            raise TypeError(f"{qualname}.__init__() takes {count + 1} positional arguments "
-                            f"but {len(args) + 1} were given")
-        d = self.__dict__
-        for name, value in zip(names, args):
-            d[name] = value
-        for name, default, factory in filled[len(args):]:
-            if name in kwargs:
-                d[name] = kwargs.pop(name)
-            elif default is not MISSING:
-                d[name] = default
-            elif factory is not MISSING:
-                d[name] = factory()
-            else:
-                raise TypeError(f"{qualname}.__init__() missing required argument: {name!r}")
+        d = self.__dict__                   # (empty: fields are set straight into it)
+        if args:
+            if len(args) > count:
+                raise TypeError(f"{qualname}.__init__() takes {count + 1} positional "
+                                f"arguments but {len(args) + 1} were given")
+            d.update(zip(names, args))
         if kwargs:
-            name = next(iter(kwargs))
-            if name in names:
-                raise TypeError(f"{qualname}.__init__() got multiple values for argument "
-                                f"{name!r}")
-            raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument "
-                            f"{name!r}")
+            for name in kwargs:
+                if name in d or name not in known:
+                    raise TypeError(f"{qualname}.__init__() got "
+                                    + (f"multiple values for argument {name!r}" if name in d
+                                       else f"an unexpected keyword argument {name!r}"))
+            d.update(kwargs)
+        if len(d) < count:
+            for name, default in plain:
+                if name not in d:
+                    d[name] = default
+            for name, factory in made:
+                if name not in d:
+                    d[name] = factory()
+            if len(d) < count:
+                missing = [name for name in names if name not in d]
+                raise TypeError(f"{qualname}.__init__() missing required argument: "
+                                f"{missing[0]!r}")
         if post is not None:
             post(self)
     __init__.__qualname__ = f"{qualname}.__init__"

@@ -14,6 +14,7 @@ Only `check` uses it, and never for the HTML report, which needs the parses them
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
@@ -23,10 +24,11 @@ from occlint.model import Edit, Finding, Fix, Span
 FORMAT = 1
 
 
+@functools.cache
 def _code() -> str:
     """occlint's own modules and data (size and mtime of each: the package, the rules' words,
     the GPU table) and the grammar's, so a new version, or an edited checkout, never reads an
-    old run's findings."""
+    old run's findings. Once per process: it is the code this process loaded."""
     import importlib.util
 
     from occlint.registry import rules_dir

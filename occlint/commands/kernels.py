@@ -941,20 +941,22 @@ def _run(args) -> int:
             remember(os.path.abspath(path), data)
     # a file without the words a kernel, a shared array, a launch or an API call is written
     # with, or a header's macro for one, lists nothing: it is not parsed (a third of a
-    # typical project's files)
+    # typical project's files). The headers' macros are read by the process that lists it.
     from occlint.toolchain.includers import uses_included_macro
-    macros: dict = {}
     parsed = [f for f in files if isinstance(texts[f], bytes) and
-              (names_a_compile(texts[f]) if is_python(f) else may_hold_constructs(texts[f])
-               or uses_included_macro(f, texts[f], macros))]
+              (not is_python(f) or names_a_compile(texts[f]))]
+    macros: dict = {}
     memo: dict = {}
 
     # a unit a setup.py builds is read with its flags (`include_dirs`), as it is compiled
     extra = report.extensions if report is not None else _extensions(files, config)
 
     def listing(share: list[str]) -> list:
-        return _listing(share, files, texts, config, report, all_usage, archs, args.json, memo,
-                        python, extra)
+        kept = [f for f in share if is_python(f) or may_hold_constructs(texts[f])
+                or uses_included_macro(f, texts[f], macros)]
+        got = dict(zip(kept, _listing(kept, files, texts, config, report, all_usage, archs,
+                                      args.json, memo, python, extra)))
+        return [got.get(f) for f in share]
 
     shares, workers, regions = _shares(parsed, [len(texts[f]) for f in parsed], config.jobs)
     if workers > 1:     # loaded once, before the copies fork
