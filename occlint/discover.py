@@ -286,8 +286,8 @@ class _Kinds:
 
     @classmethod
     def open(cls, config) -> _Kinds | None:
-        """The project's record, read once per process and cache folder (`kernels` discovers
-        path by path)."""
+        """The project's record, read once per run (`preproc.one_run`) and cache folder
+        (`kernels` discovers path by path)."""
         if config is None or config.no_cache:
             return None
         from occlint import results
@@ -295,14 +295,18 @@ class _Kinds:
         root = cache_dir(config)
         if not looks_like_cache(root):
             return None
+        from occlint.source.preproc import run_memo
+
         key = results.key(["header kinds", os.path.abspath(config.root)])
-        opened = _KINDS_OPEN.get((root, key))
+        memo = run_memo("header kinds")
+        opened = memo.get((root, key)) if memo is not None else None
         if opened is None:
             cache = Cache(root)
             note = cache.note(key, KINDS) or {}
             known = note.get("headers")
-            opened = _KINDS_OPEN[root, key] = cls(cache, key,
-                                                  known if isinstance(known, dict) else {})
+            opened = cls(cache, key, known if isinstance(known, dict) else {})
+            if memo is not None:
+                memo[root, key] = opened
         return opened
 
     @staticmethod
@@ -341,7 +345,6 @@ class _Kinds:
 
 
 KINDS = ".files"        # a project's header kinds: a small record, as its file list is
-_KINDS_OPEN: dict[tuple, _Kinds] = {}       # (cache folder, key) -> its record, this process
 
 
 def discover(paths, config, python: list[str] | None = None,

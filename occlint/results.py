@@ -14,7 +14,6 @@ Only `check` uses it, and never for the HTML report, which needs the parses them
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
@@ -24,11 +23,22 @@ from occlint.model import Edit, Finding, Fix, Span
 FORMAT = 1
 
 
-@functools.cache
 def _code() -> str:
     """occlint's own modules and data (size and mtime of each: the package, the rules' words,
     the GPU table) and the grammar's, so a new version, or an edited checkout, never reads an
-    old run's findings. Once per process: it is the code this process loaded."""
+    old run's findings. Once per run (`preproc.one_run`)."""
+    from occlint.source.preproc import run_memo
+
+    memo = run_memo("code")
+    if memo is None or "code" not in memo:
+        got = _code_now()
+        if memo is None:
+            return got
+        memo["code"] = got
+    return memo["code"]
+
+
+def _code_now() -> str:
     import importlib.util
 
     from occlint.registry import rules_dir

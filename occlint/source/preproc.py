@@ -841,7 +841,7 @@ _HEADERS: dict[str, tuple[tuple, bytes | None]] = {}    # path -> (mtime, size, 
 READ: set[str] = set()      # every path read_header was asked for in this process (occlint.results)
 
 
-_RUN: dict[str, bytes | None] | None = None     # within `one_run`: path -> what it read
+_RUN: dict | None = None     # within `one_run`: path -> what it read (and run_memo's)
 
 
 @contextlib.contextmanager
@@ -854,6 +854,14 @@ def one_run():
         yield
     finally:
         _RUN = outer
+
+
+def run_memo(name: str) -> dict | None:
+    """Within `one_run`: a dict kept for the rest of the run under `name` (what one command
+    works out once, such as the code's fingerprint); outside one, None."""
+    if _RUN is None:
+        return None
+    return _RUN.setdefault(("memo", name), {})      # (a tuple: never a path)
 
 
 def remember(path: str, data: bytes) -> None:
