@@ -9,9 +9,9 @@ findings share (file, line, code, arch).
 
 from __future__ import annotations
 
-from occlint import record
 from collections.abc import Sequence
 
+from occlint import record
 from occlint.checks import FixSpec, Hit
 
 

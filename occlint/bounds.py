@@ -10,9 +10,8 @@ not evaluate is named again from the cap (`occupancy.min_blocks_for_cap`). Witho
 
 from __future__ import annotations
 
-from occlint.record import dataclass
-
 from occlint.model import Kernel, LaunchBounds, Usage
+from occlint.record import dataclass
 
 UNCAPPED = 255
 

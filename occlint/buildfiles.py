@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from occlint.record import dataclass
 
 from occlint.files import toml
 from occlint.model import Span
+from occlint.record import dataclass
 from occlint.source.text import split_lines
 
 FLAG = re.compile(r"(?<![\w-])--?maxrregcount(?:\s*=\s*|\s+)?(\d+)?")

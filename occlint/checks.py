@@ -10,7 +10,6 @@ import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from occlint.record import dataclass, replace
 
 from occlint import occupancy
 from occlint.facts import (
@@ -42,6 +41,7 @@ from occlint.facts import (
     written_for,
 )
 from occlint.model import Edit, Kernel, Launch, LaunchBounds, SharedDecl, Span, Usage
+from occlint.record import dataclass, replace
 from occlint.source.text import split_lines
 
 

@@ -7,14 +7,14 @@ and applies CLI overrides. Any problem is one `OcclintError` line naming the key
 
 from __future__ import annotations
 
-from occlint import record
 import os
 import re
-from occlint.record import dataclass, field
 from pathlib import Path
 
+from occlint import record
 from occlint.errors import OcclintError
 from occlint.files import read_regular, toml
+from occlint.record import dataclass, field
 
 MAX_SECONDS = 86400      # compile-timeout: one day is more than any compile needs
 

@@ -14,10 +14,10 @@ occupancy). Block size is evaluated at every warp multiple (and at the current s
 from __future__ import annotations
 
 import functools
-from occlint.record import dataclass
 
 from occlint import occupancy
 from occlint.occupancy import Step, _consts, _edge, compute
+from occlint.record import dataclass
 
 
 @dataclass(frozen=True)

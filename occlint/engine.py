@@ -10,16 +10,16 @@ arch-independent rules (block shape, grid, build files) report once with `arch` 
 
 from __future__ import annotations
 
-from occlint import record
 import os
 import re
 from collections.abc import Mapping, Sequence
-from occlint.record import dataclass, field
 from typing import TYPE_CHECKING
 
+from occlint import record
 from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.model import CompileError, Finding, Fix, SourceFile, Usage
+from occlint.record import dataclass, field
 
 if TYPE_CHECKING:
     from occlint import checks

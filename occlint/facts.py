@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
-from occlint.record import dataclass, field, replace
 
 from occlint import link
 from occlint.config import Config
@@ -29,6 +28,7 @@ from occlint.model import (
     Usage,
 )
 from occlint.occupancy import Occupancy
+from occlint.record import dataclass, field, replace
 
 STATIC_SMEM_LIMIT = 48 * 1024        # per block without opt-in (all archs occlint supports)
 MAX_BLOCK_DIMS = (1024, 1024, 64)

@@ -8,10 +8,10 @@
 from __future__ import annotations
 
 import re
-from occlint.record import dataclass
 from functools import lru_cache
 
 from occlint.errors import OcclintError
+from occlint.record import dataclass
 
 
 @dataclass(frozen=True)

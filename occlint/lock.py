@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from occlint.record import dataclass
 
 from occlint import jsondoc, link
 from occlint.errors import OcclintError
 from occlint.model import Launch, Usage
+from occlint.record import dataclass
 
 VERSION = 1
 FILE_NAME = "occlint.lock"

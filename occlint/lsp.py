@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from occlint.record import dataclass
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -28,6 +27,7 @@ from occlint.errors import OcclintError
 from occlint.files import read_regular
 from occlint.model import Finding, Span, Usage
 from occlint.python import is_python, lint_python, might_have_cuda
+from occlint.record import dataclass
 from occlint.source.text import split_lines
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,

@@ -12,11 +12,11 @@ and compares this module with it on many thousands of configurations.
 from __future__ import annotations
 
 from collections.abc import Callable
-from occlint.record import dataclass, field
 
 from occlint.errors import OcclintError
 from occlint.gpus import GPU, ArchLimits, default_gpu
 from occlint.gpus import arch as _arch
+from occlint.record import dataclass, field
 
 LIMITERS = ("warps", "registers", "shared_memory", "blocks", "barriers")
 

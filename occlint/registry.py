@@ -13,8 +13,9 @@ import re
 import string
 import sys
 from collections.abc import Iterator, Mapping
-from occlint.record import dataclass, field
 from pathlib import Path
+
+from occlint.record import dataclass, field
 
 URL = "https://github.com/occlint/occlint/blob/main/docs/rules/{code}.md"
 SEVERITIES = ("error", "warning", "info")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import re
-from occlint.record import dataclass, field
 
 from occlint import curves as curves_mod
 from occlint.model import Finding, Kernel, Usage
+from occlint.record import dataclass, field
 
 
 @dataclass(frozen=True)

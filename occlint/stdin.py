@@ -9,9 +9,9 @@ Without `--stdin-filename` the buffer is linted as `-`, a .cu file with the defa
 
 from __future__ import annotations
 
-from occlint import record
 import os
 
+from occlint import record
 from occlint.config import Config
 from occlint.engine import LintResult
 from occlint.errors import OcclintError

@@ -4,12 +4,10 @@ sidecars; and where the source also gives a figure, the two agree."""
 
 from __future__ import annotations
 
-from occlint import record
-
 import pytest
 from conftest import run_main
 
-from occlint import occupancy
+from occlint import occupancy, record
 from occlint.config import Config
 from occlint.link import match_usage
 from occlint.source import parse, specialize

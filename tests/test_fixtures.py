@@ -19,7 +19,6 @@ checked in tests/test_rules_buildfiles.py.
 
 from __future__ import annotations
 
-from occlint import record
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import pytest
 from conftest import FIXTURES
 
 from occlint import fix as fixing
+from occlint import record
 from occlint.config import config_from_table
 from occlint.engine import lint_source
 from occlint.model import CompileError, Usage

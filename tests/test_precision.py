@@ -379,7 +379,6 @@ def test_static_kernel_names_demangle_to_the_kernel():
 
 def test_static_kernels_get_their_usage(nvcc_path, tmp_path):
     from occlint import record
-
     from occlint.toolchain import collect_usage
     path = tmp_path / "s.cu"
     path.write_text("static __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"

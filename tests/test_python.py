@@ -3,7 +3,6 @@ the Python launch sites, suppressions, discovery and the CLI on .py files."""
 
 from __future__ import annotations
 
-from occlint import record
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ import textwrap
 import pytest
 from conftest import run_main
 
+from occlint import record
 from occlint.config import config_from_table
 from occlint.python import lint_python, might_have_cuda
 
@@ -655,11 +655,10 @@ def test_a_cpu_build_of_torch_gives_its_folders_and_the_define_its_headers_need(
     # c10/cuda/CUDAMacros.h includes a header only CUDA builds generate. torch is not imported
     # for its folders (its import ran the package's code and printed its warnings)
     import sysconfig
+    import warnings
 
     from occlint.python.compile import torch_flags, torch_includes
     from occlint.python.extensions import extension_entries
-
-    import warnings
 
     inc = cpu_torch(tmp_path / "a")
     api = inc / "torch" / "csrc" / "api" / "include"

@@ -364,7 +364,6 @@ def test_report_in_headless_chromium(example_report, chromium, tmp_path):
 
 def _lint(folder, usage):
     from occlint import record
-
     from occlint.config import load_config
     from occlint.engine import lint_paths
 
@@ -405,9 +404,7 @@ def test_report_escapes_source_text_and_names(tmp_path):
 
 
 def test_an_arch_with_the_same_curves_links_to_them_and_library_kernels_get_none(tmp_path):
-    from occlint import record
-
-    from occlint import report
+    from occlint import record, report
     from occlint.config import load_config
     from occlint.emit import html
     from occlint.engine import lint_paths
@@ -459,9 +456,7 @@ def test_a_finding_folded_over_archs_counts_once_per_arch_and_once_in_total():
 
 def _twin_kernels_page(tmp_path) -> str:
     """The report of two kernels with the same figures on sm_90 (the same three charts)."""
-    from occlint import record
-
-    from occlint import report
+    from occlint import record, report
     from occlint.config import load_config
     from occlint.emit import html
     from occlint.engine import lint_paths

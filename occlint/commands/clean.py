@@ -12,9 +12,8 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    from occlint.record import replace
-
     from occlint.errors import OcclintError
+    from occlint.record import replace
     from occlint.toolchain.cache import cache_dir, looks_like_cache, remove
 
     config = load(args)

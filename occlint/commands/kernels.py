@@ -934,7 +934,6 @@ def _run(args) -> int:
             print(line, file=sys.stderr)
     from occlint.process import fork_map
     from occlint.source.grammar import may_hold_constructs
-
     from occlint.source.preproc import remember
     for path, data in texts.items():      # read_header answers with these, in every copy
         if isinstance(data, bytes):

@@ -14,10 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from occlint import record
     import sys
 
-    from occlint import lock
+    from occlint import lock, record
     from occlint.discover import discover
     from occlint.engine import read_text
     from occlint.errors import OcclintError

@@ -26,10 +26,10 @@ def find(code: str) -> str:
 
 
 def run(args) -> int:
-    from occlint import record
     import json
     import sys
 
+    from occlint import record
     from occlint.registry import RULES, page
 
     code = find(args.code)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from occlint import record
 import json
+
+from occlint import record
 
 
 def _toml(value) -> str:

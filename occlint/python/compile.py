@@ -16,11 +16,11 @@ import os
 import re
 import tempfile
 import time
-from occlint.record import asdict, dataclass, field
 
 from occlint.model import CompileError, Usage
 from occlint.python import nvrtc
 from occlint.python.extract import Module
+from occlint.record import asdict, dataclass, field
 
 _ARCH_OPTION = re.compile(r"^(-arch|--gpu-architecture|-gencode|--generate-code|-code)(=.*)?$")
 _NVRTC_DIAG = re.compile(r"^(?P<file>[^\n(]*)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)\s*:?\s*(?P<msg>.*)$")

@@ -16,13 +16,13 @@ import ast
 import math
 import operator
 import re
-from occlint.record import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from occlint.python import strings
 from occlint.python.strings import PyStr
+from occlint.record import dataclass, field
 
 COMPILERS = {"RawKernel": "cupy", "RawModule": "cupy", "SourceModule": "pycuda",
              "DynamicSourceModule": "pycuda", "load_inline": "torch"}

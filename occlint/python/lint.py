@@ -11,15 +11,15 @@ points at one). A fix survives only when every edit maps exactly into one litera
 
 from __future__ import annotations
 
-from occlint import record
 import re
 from collections.abc import Mapping, Sequence
-from occlint.record import dataclass, field
 
+from occlint import record
 from occlint.fix import make_span
 from occlint.model import CompileError, Edit, Finding, Fix, Usage
 from occlint.python.extract import Arg, Module, PyModel, Unknown
 from occlint.python.strings import UNKNOWN
+from occlint.record import dataclass, field
 
 HOST = "__occlint_python_launches__"
 _NAME = re.compile(r"^[A-Za-z_][\w:]*(?:<[^<>;{}()]*>)?$")

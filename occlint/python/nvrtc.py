@@ -12,6 +12,7 @@ import glob
 import os
 import sys
 import threading
+
 from occlint.record import dataclass, field
 
 _LOCK = threading.Lock()

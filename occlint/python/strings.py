@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+
 from occlint.record import dataclass, field
 
 UNKNOWN = "__occlint_unknown__"     # stands for a part of a string occlint could not evaluate

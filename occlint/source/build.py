@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from occlint import record
-from occlint.record import dataclass, field
-
 from occlint.model import SourceFile
+from occlint.record import dataclass, field
 from occlint.source.context import Context
 from occlint.source.forwarded import forwarded
 from occlint.source.indices import attach_indices

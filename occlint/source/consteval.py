@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from occlint.record import dataclass, field
 
+from occlint.record import dataclass, field
 from occlint.source import types
 from occlint.source.grammar import parser
 

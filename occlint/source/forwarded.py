@@ -19,8 +19,8 @@ the word filters of discovery and listing)."""
 from __future__ import annotations
 
 import re
-from occlint.record import replace
 
+from occlint.record import replace
 from occlint.source.consteval import declarator_name
 from occlint.source.context import (
     _REGEX_WORD,

@@ -16,9 +16,9 @@ is < 256, and + - * / % & >> of bounded, non-negative terms keep a bound.
 from __future__ import annotations
 
 import re
-from occlint.record import replace
 
 from occlint.model import Index
+from occlint.record import replace
 from occlint.source.context import word_starts
 
 _AXES = {b"x": "x", b"y": "y", b"z": "z"}

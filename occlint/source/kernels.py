@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from occlint.record import dataclass
 
 from occlint.model import Kernel, LaunchBounds
+from occlint.record import dataclass
 from occlint.source.context import Context, ancestors
 
 

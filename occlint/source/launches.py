@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from occlint.record import replace
 
 from occlint.model import AttributeCall, Dim3, Launch
+from occlint.record import replace
 from occlint.source import types
 from occlint.source.consteval import UNSURE, exprs, last_sure_write
 from occlint.source.context import Context, declarator_name, function_declarator

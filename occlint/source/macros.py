@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from occlint.record import replace
 
 from tree_sitter import Point, Range
 
+from occlint.record import replace
 from occlint.source.context import Context
 from occlint.source.grammar import new_parser
 from occlint.source.launches import LaunchReader

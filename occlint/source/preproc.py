@@ -25,9 +25,9 @@ import re
 import stat
 import sys
 from bisect import bisect_right
-from occlint.record import dataclass, field
 
 from occlint.files import real_path
+from occlint.record import dataclass, field
 
 MAX_INCLUDE_DEPTH = 24
 MAX_HEADER_BYTES = 4 << 20

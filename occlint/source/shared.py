@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from occlint.record import dataclass
 
 from occlint.model import SharedDecl
+from occlint.record import dataclass
 from occlint.source import types
 from occlint.source.context import Context, qualifiers
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from occlint.record import dataclass, replace
 
 from occlint.model import Kernel, Launch, LaunchBounds, SharedDecl, SourceFile
+from occlint.record import dataclass, replace
 from occlint.source import types
 from occlint.source.build import parsed_for
 from occlint.source.context import qualifiers

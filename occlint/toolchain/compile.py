@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from occlint import record
 import functools
 import os
 import re
@@ -11,9 +10,9 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from occlint.record import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from occlint import record
 from occlint.config import Config
 from occlint.discover import is_header, is_unit
 from occlint.errors import OcclintError
@@ -21,6 +20,7 @@ from occlint.files import is_regular, real_path
 from occlint.model import CompileError, Usage
 from occlint.process import kill_all, thread_map
 from occlint.process import run as run_process
+from occlint.record import MISSING, asdict, dataclass, field, fields, replace
 from occlint.toolchain.cache import Cache, cache_dir, parse_depfile
 from occlint.toolchain.database import Database
 from occlint.toolchain.devlink import unlinked

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from occlint.record import dataclass
 from pathlib import Path
 
 from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.files import real_path
+from occlint.record import dataclass
 
 NAME = "compile_commands.json"
 

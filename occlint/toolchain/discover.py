@@ -7,12 +7,12 @@ import os
 import re
 import shutil
 import threading
-from occlint.record import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from occlint.config import Config
 from occlint.errors import OcclintError
+from occlint.record import dataclass, field
 from occlint.toolchain import probe
 
 _LAUNCHERS = {"ccache", "sccache", "distcc", "buildcache", "occlint", "env"}
@@ -185,9 +185,8 @@ def _real_nvcc(candidate: str, cache: str | None = None, timeout: float = PROBE_
 
 def compiler_from_compile_commands(entries: list[dict]) -> str | None:
     """The CUDA compiler the build uses (after any launcher such as ccache or `occlint nvcc --`)."""
-    from occlint.toolchain.flags import entry_arguments
-
     from occlint.toolchain.database import cuda_language
+    from occlint.toolchain.flags import entry_arguments
 
     for entry in entries:
         args = entry_arguments(entry)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+
 from occlint.record import dataclass, field
 
 ENV_KEYS = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_PREPEND_FLAGS",

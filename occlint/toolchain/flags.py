@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from occlint import record
 import os
 import re
 from collections.abc import Iterable, Sequence
-from occlint.record import dataclass
 from pathlib import Path
 
+from occlint import record
 from occlint.config import Config
 from occlint.errors import OcclintError
 from occlint.model import Usage
+from occlint.record import dataclass
 from occlint.toolchain.database import Database, Entry, entry_arguments
 from occlint.toolchain.libraries import include_flags
 

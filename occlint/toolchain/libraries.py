@@ -284,7 +284,7 @@ def project_files(root: str, cache=None) -> list[str]:
         return files
     key = None
     if cache is not None:
-        import hashlib      # (3 ms of a start: only when there is a cache)
+        import hashlib  # (3 ms of a start: only when there is a cache)
 
         key = hashlib.sha256(os.fsencode(root)).hexdigest()
         files = _kept_files(root, cache.note(key, ".files"))

@@ -6,11 +6,11 @@ only to the entry function of the same name (never to a non-entry `__device__` f
 
 from __future__ import annotations
 
-from occlint import record
 import os
 import re
 from functools import lru_cache
 
+from occlint import record
 from occlint.model import CompileError, Usage
 from occlint.toolchain.demangle import demangle, split_name
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import os
 import re
-from occlint.record import dataclass, field
 
 from occlint.files import read_regular
+from occlint.record import dataclass, field
 
 _SAFE = re.compile(r"[A-Za-z0-9_./+,=@%:-]*\Z")
 
