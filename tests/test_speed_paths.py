@@ -231,7 +231,8 @@ def test_a_headers_constants_are_read_only_when_a_lookup_needs_them(tmp_path):
     def built() -> bool:
         return any(key[0] == str(header) for key in context._HEADER_CONTEXTS)
 
-    env = context.Context(unit.read_text(), str(unit)).env
+    ctx = context.Context(unit.read_text(), str(unit))     # (an environment lives with it)
+    env = ctx.env
     assert not built()                               # parsed and scanned: no header read yet
     assert env.text_value(b"1 + 2") == 3 and not built()     # no name: still none
     assert env.text_value(b"kBlock") == 128 and built()      # a name it lacks: the header's
@@ -256,10 +257,13 @@ def test_a_lookup_parses_only_the_headers_that_could_define_the_name(tmp_path):
         return {os.path.basename(key[0]) for key in context._HEADER_CONTEXTS
                 if key[0].startswith(str(tmp_path))}
 
+    held = []
+
     def fresh():
         context._HEADER_CONTEXTS.clear()
         context._TABLES.clear()
-        return context.Context(unit.read_text(), str(unit)).env
+        held[:] = [context.Context(unit.read_text(), str(unit))]   # (its environment's owner)
+        return held[0].env
 
     env = fresh()
     assert env.text_value(b"kA") == 1 and built() == {"a.cuh"}
@@ -550,3 +554,49 @@ def test_the_project_file_list_is_kept_in_the_cache_until_a_folder_changes(tmp_p
     assert list(cache.root.glob("*/*.files"))
     remove(cache.root)                      # `occlint clean` removes it with the rest
     assert not list(cache.root.glob("*/*.files"))
+
+
+_CYCLES_UNIT = """#include "cfg.cuh"
+#define LAUNCH(k, n) k<<<n, kBlock>>>()
+constexpr int kOwn = 64;
+__global__ void k(float* x) { __shared__ float s[kOwn]; s[threadIdx.x] = x[threadIdx.x]; }
+void run(int n) {
+    dim3 block(kBlock);
+    k<<<n, block>>>(nullptr);
+    LAUNCH(k, n);
+    switch (n) { case 1: k<<<1, kOwn>>>(nullptr); break; }
+}
+"""
+
+
+def test_a_parsed_file_is_freed_without_the_collector(tmp_path):
+    """A context, its environment's callbacks, its header tables and its launch reader hold
+    no cycle, and `release` breaks a SourceFile's own (it and its Parsed): a listing's files
+    are freed as it goes, not by the collector, which walked each file's whole graph (3% of a
+    parse-only listing)."""
+    import gc
+    import weakref
+
+    from occlint.source import build
+    from occlint.source.context import Context
+    from occlint.source.launches import LaunchReader
+
+    (tmp_path / "cfg.cuh").write_text("constexpr int kBlock = 128;\n")
+    unit = tmp_path / "k.cu"
+    unit.write_text(_CYCLES_UNIT)
+    gc.collect()
+    gc.disable()
+    try:
+        ctx = Context(_CYCLES_UNIT, str(unit))
+        reader = LaunchReader(ctx)
+        assert len(reader.chevrons()) == 2 and ctx.env.text_value(b"kBlock") == 128
+        gone = weakref.ref(ctx)
+        del ctx, reader
+        assert gone() is None
+        sf = build.parse(_CYCLES_UNIT, str(unit))
+        assert len(sf.launches) == 3 and sf.launches[0].block.x == 128
+        gone = weakref.ref(sf.parsed.ctx)
+        build.release(sf)
+        assert gone() is None
+    finally:
+        gc.enable()

@@ -620,6 +620,14 @@ def _file_records(path: str, texts: dict, views: dict, config, report, all_usage
         entry = (python or {}).get(path)
         return _python_records(*entry, report is not None, config, archs) if entry else []
     sf = parse(texts[path], path, views.get(path))
+    try:
+        return _records_of(sf, path, texts, config, report, all_usage, archs, failed, memo)
+    finally:
+        from occlint.source.build import release
+        release(sf)
+
+
+def _records_of(sf, path, texts, config, report, all_usage, archs, failed, memo) -> list[dict]:
     recs = records(sf)
     if report is not None:      # (the engine's import is a listing's own cost without nvcc)
         from occlint.engine import borrowed_usage, usage_of

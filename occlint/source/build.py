@@ -46,6 +46,19 @@ class Parsed:
         return self._nodes.get(kernel)
 
 
+def release(sf: SourceFile) -> None:
+    """Break the cycles of a parsed file (the SourceFile and its Parsed, the Context and its
+    environment's callbacks) once the caller is done with it: its objects are freed at once,
+    not by the collector (which traversed them: 3% of a parse-only listing)."""
+    parsed = getattr(sf, "parsed", None)
+    if parsed is None:
+        return
+    object.__setattr__(sf, "parsed", None)
+    if parsed.ctx is not None:
+        parsed.ctx.__dict__.clear()
+    parsed.__dict__.clear()
+
+
 def parse(text: str | bytes, path: str = "<input>", view: View | None = None) -> SourceFile:
     """Kernels, shared declarations, launches and attribute calls found in `text`. `view`: the
     unit's flags (-D, -U, -I: preproc.view_from_flags); conditionals that read `__CUDA_ARCH__`

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from bisect import bisect_right
 from collections.abc import Iterable
 
@@ -89,15 +90,15 @@ class HeaderBacked(dict):
 
     def __init__(self, own: dict, ctx: Context | None = None, kind: int = 0):
         super().__init__(own)
-        self._ctx, self._kind = ctx, kind
+        self._ctx, self._kind = (None if ctx is None else weakref.ref(ctx)), kind   # (no cycle)
         self._found: dict = {}          # name -> the headers' entry, or _MISSING
         self._all: dict | None = None
 
     def _header(self, key):
         got = self._found.get(key, _NOT_ASKED)
         if got is _NOT_ASKED:
-            got = self._found[key] = _MISSING if self._ctx is None else \
-                self._ctx.header_entry(self._kind, key)
+            ctx = None if self._ctx is None else self._ctx()
+            got = self._found[key] = _MISSING if ctx is None else ctx.header_entry(self._kind, key)
         return got
 
     def get(self, key, default=None):
@@ -124,7 +125,8 @@ class HeaderBacked(dict):
     def whole(self) -> dict:
         """Every entry: the file's own, then the headers' for the names it lacks."""
         if self._all is None:
-            merged = {} if self._ctx is None else dict(self._ctx.headers_tables()[self._kind])
+            ctx = None if self._ctx is None else self._ctx()
+            merged = {} if ctx is None else dict(ctx.headers_tables()[self._kind])
             merged.update(dict.items(self))
             self._all = merged
         return self._all
@@ -165,11 +167,15 @@ class Context:
         funcs = sorted((n.start_byte, n.end_byte, n) for n in self.caps.get("function", ()))
         self.func_starts = [f[0] for f in funcs]
         self.funcs = funcs
+        # the environment calls back through a weak reference: no cycle keeps a context (its
+        # tree's nodes, its tables) alive until the collector walks it
+        me = weakref.ref(self)
         self.env = Env()
-        self.env.local = self.local
-        self.env.switch_value = self.switch_value
-        self.env.function_return = self.function_return
-        self.env.class_constants = lambda scope, head, at=None: class_constants(self, scope, head, at)
+        self.env.local = lambda scope, name, at=None: me().local(scope, name, at)
+        self.env.switch_value = lambda scope, name, site: me().switch_value(scope, name, site)
+        self.env.function_return = lambda name: me().function_return(name)
+        self.env.class_constants = lambda scope, head, at=None: class_constants(me(), scope, head,
+                                                                                at)
         self._returns: dict | None = None
         self._header_returns: dict[bytes, tuple | None] = {}
         self._names: dict[int, str | None] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 
 from occlint.model import AttributeCall, Dim3, Launch
 from occlint.record import replace
@@ -407,7 +408,8 @@ class LaunchReader:
                 if ref is not None and ref.type == "identifier":
                     self.runtime.add((ctx.scope_of(call.start_byte), ref.text))
         self.runtime_scopes = {scope for scope, _ in self.runtime}
-        ctx.env.dim3_of = self.dim3
+        me = weakref.ref(self)          # (no cycle: the context holds its environment)
+        ctx.env.dim3_of = lambda node, scope, depth=0, bind=None: me().dim3(node, scope, depth, bind)
 
     # --- values --------------------------------------------------------------------------------
 
