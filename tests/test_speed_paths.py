@@ -600,3 +600,40 @@ def test_a_parsed_file_is_freed_without_the_collector(tmp_path):
         assert gone() is None
     finally:
         gc.enable()
+
+
+def test_a_header_outside_the_project_is_not_looked_for_among_its_units(tmp_path, monkeypatch):
+    """A folder listed beside the project (`kernels . /other/lib`) is no project unit's: a
+    header there that no listed unit includes, with no compile database, is not searched for
+    among the project's units. That search walked the whole project (cuda-samples for each of
+    ggml's headers in the bench's listing) and could only find units whose include the
+    preprocessor resolves to another file, so nothing read changes: the same listing, without
+    the walk."""
+    import json
+
+    from conftest import run_main
+
+    from occlint import discover
+
+    project = tmp_path / "p"
+    (project / "src").mkdir(parents=True)
+    (project / "occlint.toml").write_text("")
+    (project / "src" / "u.cu").write_text("__global__ void u() {}\n")
+    (project / "src" / "lonely.cuh").write_text("__global__ void l() {}\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "lib.cuh").write_text(
+        "__global__ void k(float* p) { p[threadIdx.x] = 0; }\n"
+        "inline void go(float* p) { k<<<4, 128>>>(p); }\n")
+    walked = []
+    real = discover.discover
+    monkeypatch.setattr(discover, "discover", lambda paths, *a, **k: walked.append(
+        [os.path.basename(os.path.abspath(p)) for p in paths]) or real(paths, *a, **k))
+    proc = run_main("kernels", "src/u.cu", str(outside), "--no-compile", "--json", "-j", "1",
+                    cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["block"] for r in json.loads(proc.stdout) if r["kind"] == "launch"] == [128]
+    assert walked == [["u.cu"], ["elsewhere"]]     # the listing's own discovery only
+    walked.clear()              # a header inside the project: its units are searched, as before
+    proc = run_main("kernels", "src/lonely.cuh", "--no-compile", "-j", "1", cwd=project)
+    assert proc.returncode == 0 and walked == [["lonely.cuh"], ["p"]], (walked, proc.stderr)
