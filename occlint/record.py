@@ -31,7 +31,7 @@ class FrozenInstanceError(AttributeError):
 
 
 class Field:
-    __slots__ = ("name", "default", "default_factory", "repr", "hash", "compare", "init")
+    __slots__ = ("compare", "default", "default_factory", "hash", "init", "name", "repr")
 
     def __init__(self, default=MISSING, default_factory=MISSING, repr=True, hash=None,
                  compare=True) -> None:
@@ -97,7 +97,7 @@ def dataclass(cls=None, /, *, frozen: bool = False):
 
 def _process(cls, frozen: bool):
     own: dict[str, Field] = {}
-    for name in cls.__dict__.get("__annotations__", {}):
+    for name in cls.__dict__.get("__annotations__", {}):  # noqa: RUF063 (the class's own: no inspect)
         value = cls.__dict__.get(name, MISSING)
         f = value if isinstance(value, Field) else Field(default=value)
         f.name = name
@@ -167,7 +167,7 @@ def _init(qualname: str, all_fields: tuple[Field, ...], post):
             if len(args) > count:
                 raise TypeError(f"{qualname}.__init__() takes {count + 1} positional "
                                 f"arguments but {len(args) + 1} were given")
-            d.update(zip(names, args))
+            d.update(zip(names, args, strict=False))
         if kwargs:
             for name in kwargs:
                 if name in d or name not in known:
