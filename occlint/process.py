@@ -291,6 +291,7 @@ def fork_map(fn, items: list, workers: int | None = None,
     the calling thread), is done here instead: the result is the same."""
     import marshal
 
+    _reap()
     workers = len(items) if workers is None else min(workers, len(items))
     if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1 or \
             len(items) > _MAX_TICKETS:
@@ -332,14 +333,36 @@ def fork_map(fn, items: list, workers: int | None = None,
     for pid, r in children:
         with os.fdopen(r, "rb") as fh:
             data = fh.read()
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) == 0:
-            try:
-                got = marshal.loads(data)
-                done.update((int(i), v) for i, v in got.items())
-            except (ValueError, EOFError, TypeError, AttributeError):
-                pass
+        _EXITING.append(pid)    # reaped later: its exit (freeing its memory) took ~10 ms here
+        try:                    # a copy that failed wrote nothing, or a cut record: redone here
+            got = marshal.loads(data)
+            done.update((int(i), v) for i, v in got.items())
+        except (ValueError, EOFError, TypeError, AttributeError):
+            pass
+    _reap()
     return [done[i] if i in done else fn(item) for i, item in enumerate(items)]
+
+
+_EXITING: list[int] = []        # fork_map's copies that have written their results
+
+
+def _reap(wait: bool = False) -> None:
+    """Collect the copies that have exited (`wait`: all of them, at occlint's exit: by then
+    they have, and their CPU time is counted as occlint's)."""
+    if _EXITING and not _REAPER:
+        import atexit
+
+        _REAPER.append(atexit.register(_reap, True))
+    for pid in list(_EXITING):
+        try:
+            if os.waitpid(pid, 0 if wait else os.WNOHANG)[0] == 0:
+                continue
+        except ChildProcessError:
+            pass
+        _EXITING.remove(pid)
+
+
+_REAPER: list = []
 
 
 _MAX_TICKETS = 4096       # 16 KiB of numbers: within any pipe's buffer, so writing never blocks
