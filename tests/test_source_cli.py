@@ -579,3 +579,34 @@ def test_folders_discovered_in_processes_list_what_one_process_lists(tmp_path):
     paths = list(dict.fromkeys(r["path"] for r in json.loads(many.stdout)))
     assert paths == ["b/d/k0.cu", "b/d/k1.cu", "b/d/k2.cu", "b/d/host.py", "a/k0.cu", "a/k1.cu",
                      "a/k2.cu", "b/c/k0.cu", "b/c/k1.cu", "b/c/k2.cu"], paths
+
+
+def test_a_unit_without_a_database_reads_the_one_project_header_its_include_names(tmp_path):
+    """A Makefile's `-I$(ROOT)/include` is not read, so `#include "lib.cuh"` is found neither
+    beside the unit nor in a flag's folder: the project's one folder with such a file is where
+    the real build finds it, and the unit's source is read with it (ThunderKittens'
+    `kittens.cuh`: 14 -> 42 of 79 launches with a block, without a config). Two candidate
+    folders decide nothing, and a compile database's flags are the build's own."""
+    def blocks(name: str, vendor: bool = False, database: bool = False) -> list:
+        root = tmp_path / name
+        (root / "src").mkdir(parents=True)
+        (root / "include").mkdir()
+        (root / "occlint.toml").write_text("")
+        (root / "include" / "lib.cuh").write_text("constexpr int kBlock = 256;\n")
+        (root / "src" / "k.cu").write_text(
+            '#include "lib.cuh"\n__global__ void k(float* p) { p[threadIdx.x] = 0; }\n'
+            "void go(float* p) { k<<<4, kBlock>>>(p); }\n")
+        if vendor:
+            (root / "vendor").mkdir()
+            (root / "vendor" / "lib.cuh").write_text("constexpr int kBlock = 64;\n")
+        if database:
+            (root / "compile_commands.json").write_text(json.dumps([{
+                "directory": str(root), "file": str(root / "src" / "k.cu"),
+                "arguments": ["nvcc", "-c", "src/k.cu", "-o", "k.o"]}]))
+        r = run_main("kernels", "src", "--no-compile", "--json", cwd=root)
+        assert r.returncode == 0, r.stderr
+        return [x["block"] for x in json.loads(r.stdout) if x["kind"] == "launch"]
+
+    assert blocks("one") == [256]
+    assert blocks("two", vendor=True) == [None]             # which one? neither
+    assert blocks("built", database=True) == [None]         # the build's flags: its own to fix

@@ -358,8 +358,9 @@ def source_views(paths: Iterable[str], config: Config,
 
     def unit_view(unit: str):
         if unit not in units:
-            flags, cwd = flags_for(unit, config, extra)
-            units[unit] = view_from_flags(flags, cwd)
+            flags, cwd, entry = _flags(unit, config, (), extra)
+            view = view_from_flags(flags, cwd)
+            units[unit] = view if entry is not None else _with_project_folders(unit, view, config)
         return units[unit]
 
     out = {}
@@ -414,6 +415,36 @@ def source_views(paths: Iterable[str], config: Config,
         prefix = tuple((k, v) for k, v in common_macros(tables) if given.get(k) != v)
         out[path] = record.replace(base, include_dirs=tuple(dirs), prefix=prefix)
     return out
+
+
+def _with_project_folders(unit: str, view, config: Config):
+    """`view` (of a unit no compile database describes) with the project folder that holds a
+    header the unit's `#include "..."` names and neither its folder nor its flags' folders
+    have: a build occlint cannot read (a Makefile's `-I$(ROOT)/include`, ThunderKittens'
+    `kittens.cuh`) must find it there when the project has one folder with such a file
+    (`libraries.project_folders`). Only for reading the source (its constants and
+    conditionals); a compile keeps the build's flags."""
+    from occlint.source.preproc import read_header
+    from occlint.toolchain.includers import quoted_includes
+    from occlint.toolchain.libraries import project_folders
+
+    root = os.path.realpath(config.root)
+    here = os.path.dirname(os.path.abspath(unit))
+    if not os.path.realpath(here).startswith(root.rstrip(os.sep) + os.sep) and \
+            os.path.realpath(here) != root:
+        return view                     # (another project's file: its folders are not ours)
+    dirs = list(view.include_dirs)
+    for name in quoted_includes(read_header(unit) or b""):
+        written = os.fsdecode(name)
+        if os.path.isabs(written) or any(os.path.isfile(os.path.join(d, written))
+                                         for d in (here, *dirs)):
+            continue
+        found = project_folders(written, root)
+        if len(found) == 1:
+            dirs.append(os.path.normpath(os.path.join(root, found[0])))
+    if len(dirs) == len(view.include_dirs):
+        return view
+    return record.replace(view, include_dirs=tuple(dirs))
 
 
 def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | None,
