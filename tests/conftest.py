@@ -162,6 +162,8 @@ def nvcc_path() -> str:
 # nvcc a test starts and every NVRTC compile). A test
 # missing here still passes; it only makes the `-m "not nvcc"` loop slower, or fail without nvcc.
 CALLS_NVCC = {
+    "test_hostile.py::test_a_pathologically_deep_setup_py_gives_no_entries_and_no_error",
+    "test_options.py::test_config_file_elsewhere_checks_the_working_directory_and_is_the_settings_path",
     "test_baseline.py::test_baseline_cli_round_trip",
     "test_config_load.py::test_cli_flags_override_the_file",
     "test_config_load.py::test_inline_config_and_missing_file",
