@@ -339,8 +339,12 @@ class _Kinds:
             self.added = True
 
     def save(self) -> None:
+        """Keep the record, with what another process kept since it was read (`kernels`
+        discovers its folders in processes: each would otherwise drop the other's rows)."""
         if self.added:
-            self.cache.keep(self.key, KINDS, {"headers": self.known})
+            kept = (self.cache.note(self.key, KINDS) or {}).get("headers")
+            rows = {**kept, **self.known} if isinstance(kept, dict) else self.known
+            self.cache.keep(self.key, KINDS, {"headers": rows})
             self.added = False
 
 

@@ -637,3 +637,26 @@ def test_a_header_outside_the_project_is_not_looked_for_among_its_units(tmp_path
     walked.clear()              # a header inside the project: its units are searched, as before
     proc = run_main("kernels", "src/lonely.cuh", "--no-compile", "-j", "1", cwd=project)
     assert proc.returncode == 0 and walked == [["lonely.cuh"], ["p"]], (walked, proc.stderr)
+
+
+def test_two_processes_keep_each_others_header_kinds(tmp_path, monkeypatch):
+    """`kernels` discovers its folders in processes; each keeps what it read in the project's
+    header-kinds record. The second to save keeps the first's rows (it reads the record again
+    before writing), so neither process's headers are read again on every run."""
+    from occlint.config import Config
+    from occlint.discover import _Kinds
+    from occlint.toolchain import cache
+
+    monkeypatch.setattr(cache, "SETTLED_NS", -10**12)     # (the files were written just now)
+    (tmp_path / "a.hpp").write_text("__global__ void a() {}\n")
+    (tmp_path / "b.hpp").write_text("__global__ void b() {}\n")
+    config = Config(root=str(tmp_path), cache_dir=str(tmp_path / "c"))
+    assert cache.claim(tmp_path / "c")
+    one, two = _Kinds.open(config), _Kinds.open(config)     # (as two processes open it)
+    one.put(str(tmp_path / "a.hpp"), ("cuda", set(), set()))
+    two.put(str(tmp_path / "b.hpp"), ("cuda", {b"LAUNCH"}, set()))
+    one.save()
+    two.save()
+    again = _Kinds.open(config)
+    assert again.get(str(tmp_path / "a.hpp"))[0] == "cuda"
+    assert again.get(str(tmp_path / "b.hpp")) == ("cuda", {b"LAUNCH"}, set())
