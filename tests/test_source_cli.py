@@ -610,3 +610,9 @@ def test_a_unit_without_a_database_reads_the_one_project_header_its_include_name
     assert blocks("one") == [256]
     assert blocks("two", vendor=True) == [None]             # which one? neither
     assert blocks("built", database=True) == [None]         # the build's flags: its own to fix
+    # the project's files are listed once per run, not per process: a language server's next
+    # request sees a header added since (here a second candidate)
+    (tmp_path / "one" / "vendor").mkdir()
+    (tmp_path / "one" / "vendor" / "lib.cuh").write_text("constexpr int kBlock = 64;\n")
+    r = run_main("kernels", "src", "--no-compile", "--json", cwd=tmp_path / "one")
+    assert [x["block"] for x in json.loads(r.stdout) if x["kind"] == "launch"] == [None]

@@ -269,17 +269,29 @@ def _torch_hint() -> str:
 
 _PROJECT_FILES: dict[str, list[str]] = {}     # root -> its files, relative, in walk order
 _FILE_NAMES: dict[str, dict[str, list[str]]] = {}      # root -> file name -> relative paths
+
+
+def _memos() -> tuple[dict, dict]:
+    """(_PROJECT_FILES, _FILE_NAMES) for one run (`preproc.one_run`: a language server's next
+    request sees a file added since), else for the process."""
+    from occlint.source.preproc import run_memo
+
+    files, names = run_memo("project files"), run_memo("project file names")
+    return (_PROJECT_FILES if files is None else files, _FILE_NAMES if names is None else names)
+
+
 _MAX_PROJECT_FILES = 100_000
 
 
 def project_files(root: str, cache=None) -> list[str]:
-    """The project's files (relative to `root`), walked once per process and root as discovery
+    """The project's files (relative to `root`), walked once per run and root as discovery
     walks it (hidden and tool folders skipped), folders and names sorted, at most
     _MAX_PROJECT_FILES: the one walk behind the missing-header and undefined-name hints.
     `cache` (toolchain.cache.Cache): the list is kept there with each folder's modification
     time, and taken back while every folder's is unchanged (a file added, removed or renamed
     changes its folder's): a warm run stats the folders instead of listing them."""
-    files = _PROJECT_FILES.get(root)
+    memo = _memos()[0]
+    files = memo.get(root)
     if files is not None:
         return files
     key = None
@@ -295,7 +307,7 @@ def project_files(root: str, cache=None) -> list[str]:
         from occlint.toolchain.cache import settled
         if cache is not None and settled(*folders.values()):
             cache.keep(key, ".files", {"root": root, "folders": folders, "files": files})
-    _PROJECT_FILES[root] = files
+    memo[root] = files
     return files
 
 
@@ -338,9 +350,10 @@ def project_folders(header: str, root: str, cache=None) -> list[str]:
     `header` (`moderngpu/kernel_scan.hxx`) would find it in (`src`); none when no file, or
     more than 3 folders, match. `cache`: as project_files'."""
     name = header.strip().strip('"<>').replace("\\", "/")
-    by_name = _FILE_NAMES.get(root)
+    names = _memos()[1]
+    by_name = names.get(root)
     if by_name is None:
-        by_name = _FILE_NAMES[root] = {}
+        by_name = names[root] = {}
         for rel in project_files(root, cache):
             by_name.setdefault(os.path.basename(rel), []).append(rel)
     found = {rel.replace(os.sep, "/")[:-len(name)].rstrip("/") or "."
