@@ -843,7 +843,8 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
         element = "[" in name                   # `fpDeriv[fp]<<<...>>>`: an array's element
         name = name.split("[", 1)[0].strip()
         ctx = ctx or parsed_for(sf).ctx
-        at = ctx.tx.data.find(name.encode(), len(sf.text[:la.span.start].encode()))
+        start = la.span.start if ctx.tx.ascii else len(sf.text[:la.span.start].encode())
+        at = ctx.tx.data.find(name.encode(), start)
         fn = ctx.function_at(at) if at >= 0 else None
         if fn is None:
             continue
