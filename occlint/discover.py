@@ -16,7 +16,7 @@ from pathlib import Path
 
 from occlint.buildfiles import BUILD_NAMES, BUILD_SUFFIXES, is_build_file
 from occlint.errors import OcclintError
-from occlint.files import read_regular
+from occlint.files import inside, read_regular
 from occlint.python import PY_SUFFIXES, is_python, names_a_framework
 
 # The one home of these lists: discovery, the compiler, the engine and the language server read them.
@@ -383,7 +383,7 @@ def discover(paths, config, python: list[str] | None = None,
         ignore = GitIgnore()
         root = Path(os.path.abspath(given))
         chain = [p for p in (*reversed(root.parents), root)
-                 if (p / ".git").exists() or p == root or _inside(p, config.root)]
+                 if (p / ".git").exists() or p == root or inside(p, config.root)]
         for folder in chain:
             ignore.add_file(str(folder))
         for folder, dirs, files in os.walk(given):
@@ -465,11 +465,3 @@ def _identity(path: str):
     except OSError:
         pass
     return os.path.realpath(path)
-
-
-def _inside(folder: Path, root: str) -> bool:
-    try:
-        folder.relative_to(Path(root).resolve())
-        return True
-    except ValueError:
-        return False

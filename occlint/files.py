@@ -63,6 +63,13 @@ def toml():
     return tomli  # pragma: no cover
 
 
+def inside(path: str | os.PathLike, root: str | os.PathLike) -> bool:
+    """Is `path` `root` itself or below it, links resolved in both?"""
+    top = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def real_path(path: str, memo: dict[str, str]) -> str:
     """os.path.realpath, resolving a component at a time as it does, with every folder on the
     way remembered in `memo`: paths that share folders cost one lstat each, not one per folder

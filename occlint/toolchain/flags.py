@@ -424,14 +424,14 @@ def _with_project_folders(unit: str, view, config: Config):
     `kittens.cuh`) must find it there when the project has one folder with such a file
     (`libraries.project_folders`). Only for reading the source (its constants and
     conditionals); a compile keeps the build's flags."""
+    from occlint.files import inside
     from occlint.source.preproc import read_header
     from occlint.toolchain.includers import quoted_includes
     from occlint.toolchain.libraries import project_folders
 
     root = os.path.realpath(config.root)
     here = os.path.dirname(os.path.abspath(unit))
-    if not os.path.realpath(here).startswith(root.rstrip(os.sep) + os.sep) and \
-            os.path.realpath(here) != root:
+    if not inside(here, root):
         return view                     # (another project's file: its folders are not ours)
     dirs = list(view.include_dirs)
     for name in quoted_includes(read_header(unit) or b""):

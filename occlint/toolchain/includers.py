@@ -225,19 +225,15 @@ def _textual(header: str, config: Config, project_units) -> list[str]:
     or with no database the project's units (`project_units()`: `check`'s discovery under the
     project root, made once per call of `for_headers`), for a header inside the project (one
     outside it, a folder listed from elsewhere, is no project unit's header)."""
+    from occlint.files import inside
     from occlint.toolchain.database import database_for
 
     db = database_for(header, config)
-    if db is None and not _below_root(header, config):
+    if db is None and not inside(header, config.root):
         return []
     units = tuple(db.units()) if db is not None else tuple(project_units())
     found = _by_name(units).get(os.path.basename(header), [])
     return [u for u in found if not includes_another(u, header)]
-
-
-def _below_root(path: str, config: Config) -> bool:
-    root = os.path.realpath(config.root)
-    return os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep)
 
 
 def includes_another(unit: str, header: str) -> bool:
