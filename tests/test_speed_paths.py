@@ -660,3 +660,23 @@ def test_two_processes_keep_each_others_header_kinds(tmp_path, monkeypatch):
     again = _Kinds.open(config)
     assert again.get(str(tmp_path / "a.hpp"))[0] == "cuda"
     assert again.get(str(tmp_path / "b.hpp")) == ("cuda", {b"LAUNCH"}, set())
+
+
+def test_a_folder_reached_through_a_link_reads_the_gitignores_above_it(tmp_path):
+    """Discovery reads the .gitignore files of the folders between the project root and a
+    given folder; a given folder reached through a link into the project (macOS's /tmp ->
+    /private/tmp, a linked checkout) was compared unresolved with the resolved root, so those
+    .gitignore files were not read and ignored files were linted."""
+    from occlint import discover
+    from occlint.config import Config
+
+    root = tmp_path / "real"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "occlint.toml").write_text("")
+    (root / "sub" / ".gitignore").write_text("gen.cu\n")
+    for name in ("gen.cu", "k.cu"):
+        (root / "sub" / "deeper" / name).write_text("__global__ void k() {}\n")
+    os.symlink(root, tmp_path / "link")
+    config = Config(root=str(root))
+    found = discover.discover([str(tmp_path / "link" / "sub" / "deeper")], config)[0]
+    assert [os.path.basename(f) for f in found] == ["k.cu"]
