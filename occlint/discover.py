@@ -288,25 +288,23 @@ class _Kinds:
     def open(cls, config) -> _Kinds | None:
         """The project's record, read once per run (`preproc.one_run`) and cache folder
         (`kernels` discovers path by path)."""
-        if config is None or config.no_cache:
+        from occlint.toolchain.cache import existing
+
+        cache = existing(config) if config is not None else None
+        if cache is None:
             return None
         from occlint import results
-        from occlint.toolchain.cache import Cache, cache_dir, looks_like_cache
-        root = cache_dir(config)
-        if not looks_like_cache(root):
-            return None
         from occlint.source.preproc import run_memo
 
         key = results.key(["header kinds", os.path.abspath(config.root)])
         memo = run_memo("header kinds")
-        opened = memo.get((root, key)) if memo is not None else None
+        opened = memo.get((cache.root, key)) if memo is not None else None
         if opened is None:
-            cache = Cache(root)
             note = cache.note(key, KINDS) or {}
             known = note.get("headers")
             opened = cls(cache, key, known if isinstance(known, dict) else {})
             if memo is not None:
-                memo[root, key] = opened
+                memo[cache.root, key] = opened
         return opened
 
     @staticmethod

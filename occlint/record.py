@@ -31,7 +31,7 @@ class FrozenInstanceError(AttributeError):
 
 
 class Field:
-    __slots__ = ("compare", "default", "default_factory", "hash", "init", "name", "repr")
+    __slots__ = ("compare", "default", "default_factory", "hash", "name", "repr")
 
     def __init__(self, default=MISSING, default_factory=MISSING, repr=True, hash=None,
                  compare=True) -> None:
@@ -39,7 +39,7 @@ class Field:
             raise ValueError("cannot specify both default and default_factory")
         self.name = ""
         self.default, self.default_factory = default, default_factory
-        self.repr, self.hash, self.compare, self.init = repr, hash, compare, True
+        self.repr, self.hash, self.compare = repr, hash, compare
 
     def __repr__(self) -> str:
         return f"Field(name={self.name!r}, default={self.default!r})"
@@ -65,24 +65,18 @@ def replace(obj, **changes):
     return obj.__class__(**changes)
 
 
-def asdict(obj, dict_factory=dict):
+def asdict(obj):
     """`obj`'s fields as a dict, records and containers within it converted too."""
-    return _asdict(obj, dict_factory)
-
-
-def _asdict(obj, dict_factory):
     if obj is None or isinstance(obj, (str, int, float, bytes)):
         return obj
     if hasattr(obj.__class__, "__record_fields__"):
-        return dict_factory([(f.name, _asdict(getattr(obj, f.name), dict_factory))
-                             for f in obj.__record_fields__.values()])
+        return {f.name: asdict(getattr(obj, f.name)) for f in obj.__record_fields__.values()}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):        # a namedtuple
-        return obj.__class__(*[_asdict(v, dict_factory) for v in obj])
+        return obj.__class__(*[asdict(v) for v in obj])
     if isinstance(obj, (list, tuple)):
-        return obj.__class__(_asdict(v, dict_factory) for v in obj)
+        return obj.__class__(asdict(v) for v in obj)
     if isinstance(obj, dict):
-        return obj.__class__((_asdict(k, dict_factory), _asdict(v, dict_factory))
-                             for k, v in obj.items())
+        return obj.__class__((asdict(k), asdict(v)) for k, v in obj.items())
     import copy
 
     return copy.deepcopy(obj)

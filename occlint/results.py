@@ -30,11 +30,10 @@ def _code() -> str:
     from occlint.source.preproc import run_memo
 
     memo = run_memo("code")
-    if memo is None or "code" not in memo:
-        got = _code_now()
-        if memo is None:
-            return got
-        memo["code"] = got
+    if memo is None:
+        return _code_now()
+    if "code" not in memo:
+        memo["code"] = _code_now()
     return memo["code"]
 
 

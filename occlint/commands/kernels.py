@@ -40,9 +40,11 @@ def discover(paths: list[str], config) -> tuple[list[str], list[str]]:
     from occlint.discover import discover_each
 
     given = paths or [os.curdir]        # (`load` gives the working directory: other callers)
-    errors = [f"no such file or directory: {p}" for p in given if not os.path.exists(p)]
+    here = [p for p in given if os.path.exists(p)]
+    present = set(here)
+    errors = [f"no such file or directory: {p}" for p in given if p not in present]
     # a file two paths name is listed once, as `check` lists it
-    return discover_each([p for p in given if os.path.exists(p)], config, config.jobs), errors
+    return discover_each(here, config, config.jobs), errors
 
 
 def _dims(d) -> list:
@@ -882,7 +884,7 @@ def _pointer_callees(sf) -> dict[tuple[int, int], str]:
 def _listing(share: list[str], files: list[str], texts: dict, config, report, all_usage,
              archs, as_json: bool, memo: dict, python: dict | None = None,
              extra=None) -> list:
-    """The output of each file of `share` (JSON: it may come from a forked process): its
+    """The output of each file of `share` (strings: it may come from a forked process): its
     records as `--json` lists them or as lines, each file parsed with its View among all the
     run's `files` (`memo`: what the views of this process's earlier shares found; `python`:
     `_python_files`' entries; `extra`: the torch extensions' entries, `source_views`'). A file

@@ -341,6 +341,16 @@ def _digest(recorded: list) -> str:
     return h.hexdigest()
 
 
+def existing(config: Config) -> Cache | None:
+    """The config's cache, where its folder already is one (and `no-cache` is off): for the
+    readers that keep small records there but never create the folder (discovery's header
+    kinds, a source view's project file list)."""
+    if config.no_cache:
+        return None
+    root = cache_dir(config)
+    return Cache(root) if looks_like_cache(root) else None
+
+
 def iter_entries(root: Path, *, temporary: bool = False):
     """(path, stat) for every stored file: `xx/<sha256>.json` (a compile's result), `.deps`
     (a dependency list), `.findings` (a run's findings) and `.files` (a project's file list)

@@ -426,6 +426,7 @@ def _with_project_folders(unit: str, view, config: Config):
     conditionals); a compile keeps the build's flags."""
     from occlint.files import inside
     from occlint.source.preproc import read_header
+    from occlint.toolchain.cache import existing
     from occlint.toolchain.includers import quoted_includes
     from occlint.toolchain.libraries import project_folders
 
@@ -439,21 +440,12 @@ def _with_project_folders(unit: str, view, config: Config):
         if os.path.isabs(written) or any(os.path.isfile(os.path.join(d, written))
                                          for d in (here, *dirs)):
             continue
-        found = project_folders(written, root, _cache(config))
+        found = project_folders(written, root, existing(config))
         if len(found) == 1:
             dirs.append(os.path.normpath(os.path.join(root, found[0])))
     if len(dirs) == len(view.include_dirs):
         return view
     return record.replace(view, include_dirs=tuple(dirs))
-
-
-def _cache(config: Config):
-    """The run's cache folder, where the project's file list is kept (None without one: a
-    walk per process)."""
-    from occlint.toolchain.cache import Cache, cache_dir, looks_like_cache
-
-    folder = cache_dir(config)
-    return Cache(folder) if not config.no_cache and looks_like_cache(folder) else None
 
 
 def _includers(header: str, paths: list[str], readers: dict[str, list[str]] | None,
